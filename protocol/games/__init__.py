@@ -1,0 +1,45 @@
+"""Wire codecs per game: the server looks a room's game up here and never names a game.
+
+Adding a game: an engine module, a codec module here, and one line in ``CODECS`` (plus its
+move and view models in the unions of ``protocol.messages``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from protocol.games import stacko, stakko
+
+
+@dataclass(frozen=True, slots=True)
+class GameCodec:
+    """How one game's options, moves and views cross the wire."""
+
+    name: str
+    options_model: type[BaseModel]
+    move_model: type[BaseModel]
+    options_from_wire: Callable[[dict[str, Any]], tuple[Any, int | None]]
+    options_to_wire: Callable[[Any, int | None], dict[str, Any]]
+    move_from_wire: Callable[[Any], Any]
+    move_to_wire: Callable[[Any], dict[str, Any]]
+    view_to_wire: Callable[[Any], dict[str, Any]]
+    legal_to_wire: Callable[[Any], list[dict[str, Any]] | None]
+    describe: Callable[[Any], str]
+
+
+CODECS: dict[str, GameCodec] = {
+    "stacko": GameCodec(
+        "stacko", stacko.StackoOptionsModel, stacko.StackoMove, stacko.options_from_wire,
+        stacko.options_to_wire, stacko.move_from_wire, stacko.move_to_wire,
+        stacko.view_to_wire, stacko.legal_to_wire, stacko.describe,
+    ),
+    "stakko": GameCodec(
+        "stakko", stakko.StakkoOptionsModel, stakko.StakkoMoveModel, stakko.options_from_wire,
+        stakko.options_to_wire, stakko.move_from_wire, stakko.move_to_wire,
+        stakko.view_to_wire, stakko.legal_to_wire, stakko.describe,
+    ),
+}  # fmt: skip

@@ -1,0 +1,37 @@
+"""Wire pieces every game shares: the strict base model and the outcome of a game."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from engine.outcome import Outcome
+
+
+class WireModel(BaseModel):
+    """Unknown fields are an error, and a parsed value cannot be changed behind our back."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OutcomeModel(WireModel):
+    termination: Literal["completed", "turn_cap", "resignation", "abandoned", "timeout"]
+    winner: int | None
+    scores: tuple[int, int]
+
+
+def outcome_to_wire(o: Outcome) -> dict[str, Any]:
+    return {"termination": o.termination.value, "winner": o.winner, "scores": list(o.scores)}
+
+
+def who(seat: int, viewer: int | None) -> str:
+    """A seat as the receiver reads it: "you", "opponent", or "seat N" for spectators."""
+    if viewer is None:
+        return f"seat {seat}"
+    return "you" if seat == viewer else "opponent"
+
+
+def outcome_text(o: Outcome, viewer: int | None) -> str:
+    won = "draw" if o.winner is None else f"{who(o.winner, viewer)} won"
+    return f"game over ({o.termination.value}): {won} {o.scores[0]}:{o.scores[1]}"

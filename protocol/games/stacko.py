@@ -1,0 +1,264 @@
+"""Stacko on the wire: its move, options and view models, and the conversions to and from
+the engine. The only input to ``view_to_wire`` is an engine ``StackoView``: a frame for a
+seat can hold nothing that seat's view does not.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from engine.stacko import (
+    Action,
+    Drew,
+    Event,
+    GameEnded,
+    Move,
+    Passed,
+    Placed,
+    Reshuffled,
+    RoundEnded,
+    RoundResult,
+    StackoOptions,
+    Took,
+)
+from engine.stacko_view import StackoView
+from protocol.games.common import OutcomeModel, WireModel, outcome_text, outcome_to_wire, who
+
+Brick = Annotated[int, Field(ge=1, le=200)]
+Slot = Annotated[int, Field(ge=0, le=19)]
+
+
+class StackoMove(WireModel):
+    """``{"action": "take", "slot": 3}``; ``slot`` only with ``take`` and ``place``."""
+
+    action: Literal["take", "draw", "place", "pass"]
+    slot: Slot | None = None
+
+    @model_validator(mode="after")
+    def _slot_matches_action(self) -> StackoMove:
+        needs_slot = self.action in ("take", "place")
+        if needs_slot and self.slot is None:
+            raise ValueError(f"{self.action} needs a slot")
+        if not needs_slot and self.slot is not None:
+            raise ValueError(f"{self.action} takes no slot")
+        return self
+
+
+class StackoOptionsModel(WireModel):
+    """Rules options of a Stacko room (the engine checks how they fit together)."""
+
+    bricks: Annotated[int, Field(ge=6, le=200)] = 40
+    tower: Annotated[int, Field(ge=2, le=20)] = 10
+    rounds: Annotated[int, Field(ge=1, le=10)] = 2
+    turn_cap: Annotated[int, Field(ge=1, le=10_000)] | None = 200
+    clock_ms: Annotated[int, Field(ge=1_000, le=3_600_000)] | None = None
+    """Time per move; ``null``: no clock (the default for rooms; quick match always has one)."""
+
+
+class RoundResultModel(WireModel):
+    round: int
+    finisher: int | None
+    towers: tuple[list[Brick], list[Brick]]
+    scores: tuple[int, int]
+
+
+class TookEvent(WireModel):
+    kind: Literal["took"]
+    seat: int
+    slot: Slot
+    brick: Brick
+    removed: Brick
+
+
+class DrewEvent(WireModel):
+    kind: Literal["drew"]
+    seat: int
+    brick: Brick | None
+
+
+class PlacedEvent(WireModel):
+    kind: Literal["placed"]
+    seat: int
+    slot: Slot
+    brick: Brick
+    removed: Brick
+
+
+class PassedEvent(WireModel):
+    kind: Literal["passed"]
+    seat: int
+    brick: Brick
+
+
+class ReshuffledEvent(WireModel):
+    kind: Literal["reshuffled"]
+    stack: int
+
+
+class RoundEndedEvent(RoundResultModel):
+    kind: Literal["round_ended"]
+
+
+class GameEndedEvent(OutcomeModel):
+    kind: Literal["game_ended"]
+
+
+StackoEvent = Annotated[
+    TookEvent | DrewEvent | PlacedEvent | PassedEvent | ReshuffledEvent | RoundEndedEvent
+    | GameEndedEvent,
+    Field(discriminator="kind"),
+]  # fmt: skip
+
+
+class StackoViewModel(WireModel):
+    """What one seat (or a spectator, ``seat`` null) may know. ``towers[s][i]`` is seat ``s``'s
+    slot ``i`` (0 = bottom), null where this receiver cannot see the brick."""
+
+    game: Literal["stacko"]
+    seat: int | None
+    phase: Literal["turn", "drawn", "over"]
+    to_move: int | None
+    ply: int
+    round: int
+    rounds: int
+    turns: int
+    turn_cap: int | None
+    towers: tuple[list[Brick | None], list[Brick | None]]
+    seen: tuple[list[bool], list[bool]]
+    discard: list[Brick]
+    stack: int
+    drawn: Brick | None
+    holding: bool
+    totals: tuple[int, int]
+    results: list[RoundResultModel]
+    events: list[StackoEvent]
+    outcome: OutcomeModel | None
+
+
+# -- engine <-> wire ------------------------------------------------------------------------
+
+
+def options_from_wire(raw: dict[str, Any]) -> tuple[StackoOptions, int | None]:
+    """Validated room options -> engine options and the move clock (ms). Raises
+    ``pydantic.ValidationError`` or ``engine.InvalidOptionsError``."""
+    model = StackoOptionsModel.model_validate(raw)
+    engine = StackoOptions(model.bricks, model.tower, model.rounds, model.turn_cap)
+    return engine, model.clock_ms
+
+
+def options_to_wire(options: StackoOptions, clock_ms: int | None) -> dict[str, Any]:
+    return {
+        "bricks": options.bricks,
+        "tower": options.tower,
+        "rounds": options.rounds,
+        "turn_cap": options.turn_cap,
+        "clock_ms": clock_ms,
+    }
+
+
+def move_from_wire(move: StackoMove) -> Move:
+    return Move(Action(move.action), move.slot)
+
+
+def move_to_wire(move: Move) -> dict[str, Any]:
+    if move.slot is None:
+        return {"action": move.action.value}
+    return {"action": move.action.value, "slot": move.slot}
+
+
+def _result(r: RoundResult) -> dict[str, Any]:
+    return {
+        "round": r.round,
+        "finisher": r.finisher,
+        "towers": [list(r.towers[0]), list(r.towers[1])],
+        "scores": list(r.scores),
+    }
+
+
+def _event(e: Event) -> dict[str, Any]:
+    if isinstance(e, Took | Placed):
+        kind = "took" if isinstance(e, Took) else "placed"
+        return {
+            "kind": kind,
+            "seat": e.seat,
+            "slot": e.slot,
+            "brick": e.brick,
+            "removed": e.removed,
+        }
+    if isinstance(e, Drew):
+        return {"kind": "drew", "seat": e.seat, "brick": e.brick}
+    if isinstance(e, Passed):
+        return {"kind": "passed", "seat": e.seat, "brick": e.brick}
+    if isinstance(e, Reshuffled):
+        return {"kind": "reshuffled", "stack": e.stack_size}
+    if isinstance(e, RoundEnded):
+        return {"kind": "round_ended", **_result(e.result)}
+    return {"kind": "game_ended", **outcome_to_wire(e.outcome)}
+
+
+def view_to_wire(v: StackoView) -> dict[str, Any]:
+    """The ``view`` object of a state frame: built from the seat's engine view and nothing else."""
+    o = v.options
+    return {
+        "game": "stacko",
+        "seat": v.seat,
+        "phase": v.phase.value,
+        "to_move": v.to_move,
+        "ply": v.ply,
+        "round": v.round,
+        "rounds": o.rounds,
+        "turns": v.turns,
+        "turn_cap": o.turn_cap,
+        "towers": [list(v.towers[0]), list(v.towers[1])],
+        "seen": [list(v.seen[0]), list(v.seen[1])],
+        "discard": list(v.discard),
+        "stack": v.stack_size,
+        "drawn": v.drawn,
+        "holding": v.holding,
+        "totals": list(v.totals),
+        "results": [_result(r) for r in v.results],
+        "events": [_event(e) for e in v.events],
+        "outcome": outcome_to_wire(v.outcome) if v.outcome is not None else None,
+    }
+
+
+def legal_to_wire(v: StackoView) -> list[dict[str, Any]] | None:
+    """The receiver's legal moves, or ``None`` when it is not its turn."""
+    return [move_to_wire(m) for m in v.legal_moves()] if v.my_turn else None
+
+
+def describe(v: StackoView) -> str:
+    """The last action in words, from the receiver's point of view ("opponent drew and passed
+    17"); built from the filtered events, so it cannot name a hidden brick."""
+    parts: list[str] = []
+    for e in v.events:
+        if isinstance(e, Drew):
+            name = who(e.seat, v.seat)
+            parts.append(f"{name} drew {e.brick}" if e.brick is not None else f"{name} drew")
+        elif isinstance(e, Took):
+            name = who(e.seat, v.seat)
+            parts.append(
+                f"{name} took the open {e.brick} into slot {e.slot}, discarding {e.removed}"
+            )
+        elif isinstance(e, Placed):
+            name = who(e.seat, v.seat)
+            parts.append(
+                f"{name} drew and placed {e.brick} in slot {e.slot}, discarding {e.removed}"
+            )
+        elif isinstance(e, Passed):
+            parts.append(f"{who(e.seat, v.seat)} drew and passed {e.brick}")
+        elif isinstance(e, Reshuffled):
+            parts.append(f"the discard pile was shuffled into a new draw stack of {e.stack_size}")
+        elif isinstance(e, RoundEnded):
+            r = e.result
+            how = (
+                f"{who(r.finisher, v.seat)} finished the tower"
+                if r.finisher is not None
+                else "the turn cap was reached"
+            )
+            parts.append(f"round {r.round} over: {how}; scores {r.scores[0]}:{r.scores[1]}")
+        elif isinstance(e, GameEnded):
+            parts.append(outcome_text(e.outcome, v.seat))
+    return "; ".join(parts)
