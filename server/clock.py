@@ -1,0 +1,78 @@
+"""Time, injected: the server reads it and schedules with it, so tests can move it by hand.
+
+Game clocks, grace periods and rate limits all go through a ``Clock``; nothing else in the
+server reads the wall clock. ``FakeClock.advance`` fires due callbacks synchronously, so a
+test of clock expiry or forfeit never sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+
+class Timer(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Clock(Protocol):
+    def time(self) -> float:
+        """Seconds since the epoch (deadlines on the wire are derived from it)."""
+        ...
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
+        """Run ``callback`` (synchronously, on the loop) once ``time()`` reaches ``when``."""
+        ...
+
+
+class SystemClock:
+    def time(self) -> float:
+        return time.time()
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
+        return asyncio.get_running_loop().call_later(max(0.0, when - time.time()), callback)
+
+
+class _FakeTimer:
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class FakeClock:
+    """A clock that only moves when told to."""
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.now = start
+        self._heap: list[tuple[float, int, _FakeTimer, Callable[[], None]]] = []
+        self._order = itertools.count()
+
+    def time(self) -> float:
+        return self.now
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
+        timer = _FakeTimer()
+        heapq.heappush(self._heap, (when, next(self._order), timer, callback))
+        return timer
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward, firing every due callback in order (including ones they add)."""
+        target = self.now + seconds
+        while self._heap and self._heap[0][0] <= target:
+            when, _, timer, callback = heapq.heappop(self._heap)
+            self.now = max(self.now, when)
+            if not timer.cancelled:
+                callback()
+        self.now = target
+
+    @property
+    def pending(self) -> int:
+        return sum(1 for *_, t, _cb in self._heap if not t.cancelled)

@@ -1,0 +1,92 @@
+"""Server settings: embedded defaults, overridden by ``STACKO_*`` variables and by flags."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    max_frame_bytes: int = 4096
+    """Larger client frames get a ``too_big`` error; 16x this (at least 64 KiB) closes."""
+    rate_per_second: float = 20.0
+    burst: int = 40
+    hello_timeout_s: float = 10.0
+    reconnect_grace_s: float = 60.0
+    quick_match_clock_ms: int = 30_000
+    max_expiries: int = 3
+    """Clock expiries in one game after which a player forfeits."""
+    ping_interval_s: float = 20.0
+    ping_timeout_s: float = 20.0
+    max_outbox: int = 512
+    """Frames queued for one slow connection before it is dropped."""
+    max_rooms: int = 100_000
+    compression: bool = False
+    """Per-message deflate; off by default (frames are small and latency matters)."""
+    log_level: str = "INFO"
+    loop: str = "asyncio"
+    """Event loop: ``asyncio`` or ``uvloop`` (needs ``pip install uvloop``)."""
+    gc_freeze: bool = True
+    """Keep long-lived objects out of repeated full garbage collections (``server.__main__``)."""
+
+    @property
+    def hard_frame_bytes(self) -> int:
+        return max(16 * self.max_frame_bytes, 65_536)
+
+
+_HELP = {
+    "host": "address to bind (loopback by default)",
+    "port": "TCP port for WebSocket and HTTP (0: any free port)",
+    "max_frame_bytes": "largest client frame accepted; larger ones get a too_big error",
+    "rate_per_second": "frames per second a connection may send on average",
+    "burst": "frames a connection may send in a burst above the average",
+    "hello_timeout_s": "seconds a new connection has to send hello",
+    "reconnect_grace_s": "seconds a dropped player has to come back before forfeiting",
+    "quick_match_clock_ms": "per-move clock of quick-match games (ms)",
+    "max_expiries": "clock expiries in one game after which the player forfeits",
+    "ping_interval_s": "keepalive ping interval (seconds)",
+    "ping_timeout_s": "seconds without pong before a connection is dropped",
+    "max_outbox": "frames queued for a slow connection before it is dropped",
+    "max_rooms": "rooms the server holds at most",
+    "compression": "enable permessage-deflate",
+    "log_level": "DEBUG, INFO, WARNING or ERROR",
+    "loop": "event loop: asyncio, or uvloop if installed (pip install uvloop)",
+    "gc_freeze": "freeze objects that survive a full garbage collection (shorter GC pauses)",
+}
+
+
+def _parse_bool(text: str) -> bool:
+    return text.strip().lower() in ("1", "true", "yes", "on")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
+    """Flags win over environment variables (``STACKO_PORT`` ...), which win over defaults."""
+    parser = argparse.ArgumentParser(
+        prog="stacko-server",
+        description="Stacko game server: WebSocket protocol (see PROTOCOL.md) on one port.",
+        epilog="Every option can also be set as an environment variable STACKO_<OPTION>, "
+        "e.g. STACKO_PORT=9000.",
+    )
+    defaults = ServerConfig()
+    for f in fields(ServerConfig):
+        default = getattr(defaults, f.name)
+        env = os.environ.get(f"STACKO_{f.name.upper()}")
+        kind = type(default)
+        flag = "--" + f.name.replace("_", "-")
+        if kind is bool:
+            value = _parse_bool(env) if env is not None else default
+            parser.add_argument(
+                flag, action=argparse.BooleanOptionalAction, default=value, help=_HELP[f.name]
+            )
+        else:
+            value = kind(env) if env is not None else default
+            parser.add_argument(
+                flag, type=kind, default=value, help=f"{_HELP[f.name]} (default: {default})"
+            )
+    ns = parser.parse_args(argv)
+    return ServerConfig(**{f.name: getattr(ns, f.name) for f in fields(ServerConfig)})

@@ -1,0 +1,227 @@
+"""One WebSocket connection: the thin asyncio shell between the socket and the hub.
+
+It reads frames, enforces the per-connection limits (hello timeout, frame size, frame type,
+rate), parses each frame through ``protocol.parse_client``, hands it to the hub, and writes
+through a bounded outbox so a slow reader can never stall a room or grow memory forever.
+Nothing here knows a game.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import random
+import time
+
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State
+
+from protocol import frames, messages
+from protocol.errors import ErrorCode, ProtocolError
+from server.clock import Clock
+from server.config import ServerConfig
+from server.hub import Hub, Session
+from server.metrics import Metrics
+
+log = logging.getLogger("stacko.connection")
+
+CLOSE_NORMAL = 1000
+CLOSE_GOING_AWAY = 1001
+CLOSE_POLICY = 1008
+CLOSE_INTERNAL = 1011
+
+
+class Connection:
+    """A ``Peer`` for the hub and rooms: ``send`` never blocks and never raises."""
+
+    def __init__(
+        self,
+        ws: ServerConnection,
+        hub: Hub,
+        config: ServerConfig,
+        clock: Clock,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.ws = ws
+        self.hub = hub
+        self.config = config
+        self.clock = clock
+        self.metrics = metrics
+        interval = getattr(ws, "ping_interval", None)
+        if interval:
+            # Connections opened together (after a restart, say) would ping in lockstep
+            # forever, a burst of pings every interval: 0-10 % less spreads them out.
+            ws.ping_interval = interval * random.uniform(0.9, 1.0)
+        self.session: Session | None = None
+        self.outbox: collections.deque[bytes] = collections.deque()
+        self._wake = asyncio.Event()
+        self._closing: tuple[int, str] | None = None
+        self._tokens = float(config.burst)
+        self._refilled = clock.time()
+
+    # -- the Peer interface -------------------------------------------------------------
+
+    def send(self, frame: bytes) -> None:
+        if self._closing is not None:
+            return
+        if self.metrics is not None:
+            self.metrics.sent(frame)
+        if not self.outbox and self._write_now(frame):
+            return
+        if len(self.outbox) >= self.config.max_outbox:
+            log.warning("dropping a connection that does not read its frames")
+            self.outbox.clear()  # it would not read them: free them now
+            self.close(CLOSE_POLICY, "slow_consumer")
+            # A reader this far behind cannot take the close frame either (nor a keepalive
+            # ping: both wait for the socket to drain): cut the TCP connection if it has not
+            # closed within the close timeout.
+            loop = asyncio.get_running_loop()
+            loop.call_later(self.ws.close_timeout or 0.0, self._abort)
+            return
+        self.outbox.append(frame)
+        self._wake.set()
+
+    def _write_now(self, frame: bytes) -> bool:
+        """The fast path: with nothing queued and the socket keeping up (its write buffer under
+        the high-water mark), write the frame at once, as ``websockets.broadcast`` does, with
+        no task switch. Otherwise the writer task sends it from the outbox, waiting for the
+        socket to drain."""
+        ws = self.ws
+        transport = getattr(ws, "transport", None)
+        if (
+            transport is None
+            or ws.protocol.state is not State.OPEN
+            or transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]
+        ):
+            return False
+        try:
+            ws.protocol.send_text(frame)
+            ws.send_data()
+        except Exception:  # the connection is going away; its reader will see it
+            log.debug("direct write failed", exc_info=True)
+        return True
+
+    def close(self, code: int, reason: str) -> None:
+        """Flush what is queued, then close with ``code`` and ``reason``."""
+        if self._closing is None:
+            self._closing = (code, reason)
+            self._wake.set()
+
+    def _abort(self) -> None:
+        transport = getattr(self.ws, "transport", None)
+        if transport is not None and not transport.is_closing():
+            transport.abort()
+
+    def fail(self, code: ErrorCode, message: str, request_id: frames.RequestId = None) -> None:
+        """A fatal error frame, then a policy close whose reason is the code."""
+        self.send(frames.error(code, message, id=request_id, fatal=True))
+        self.close(CLOSE_POLICY, code.value)
+
+    def replace(self) -> None:
+        """Another connection resumed this session: this one goes."""
+        self.session = None
+        self.fail(ErrorCode.SESSION_REPLACED, "this session was resumed on another connection")
+
+    # -- the loops --------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        writer = asyncio.create_task(self._write())
+        try:
+            await self._read()
+        except ConnectionClosed:
+            pass
+        finally:
+            self.hub.disconnected(self, self.session)
+            if self._closing is not None and not writer.done():
+                try:
+                    async with asyncio.timeout(5):
+                        await asyncio.shield(writer)
+                except TimeoutError:
+                    pass
+            writer.cancel()
+
+    async def _write(self) -> None:
+        ws = self.ws
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                while self.outbox:
+                    await ws.send(self.outbox.popleft(), text=True)
+                if self._closing is not None:
+                    await ws.close(*self._closing)
+                    return
+        except ConnectionClosed:
+            return
+
+    async def _read(self) -> None:
+        ws = self.ws
+        try:
+            async with asyncio.timeout(self.config.hello_timeout_s):
+                while self.session is None and self._closing is None:
+                    self._on_frame(await ws.recv())
+        except TimeoutError:
+            self.fail(ErrorCode.IDLE_TIMEOUT, f"no hello within {self.config.hello_timeout_s} s")
+        while self._closing is None:
+            self._on_frame(await ws.recv())
+
+    def _on_frame(self, data: str | bytes) -> None:
+        started = time.perf_counter()
+        if self.metrics is not None:
+            self.metrics.frames_in += 1
+        if not self._take_token():
+            self.fail(ErrorCode.RATE_LIMITED, "too many frames; slow down")
+            return
+        if isinstance(data, bytes):
+            self.send(frames.error(ErrorCode.BINARY_FRAME, "send text frames with JSON"))
+            return
+        limit = self.config.max_frame_bytes
+        if len(data) > limit or (4 * len(data) > limit and len(data.encode()) > limit):
+            self.send(frames.error(ErrorCode.TOO_BIG, f"frames are limited to {limit} bytes"))
+            return
+        msg: messages.ClientMessage | None = None
+        try:
+            msg = messages.parse_client(data)
+            if self.session is None:
+                if not isinstance(msg, messages.Hello):
+                    self.fail(ErrorCode.HELLO_REQUIRED, "the first frame must be hello", msg.id)
+                    return
+                self.session = self.hub.hello(self, msg)
+            elif self.metrics is not None and type(msg) is messages.MoveMessage:
+                self._handle_move(msg, started)
+            else:
+                self.hub.handle(self, self.session, msg)
+        except ProtocolError as exc:
+            if exc.fatal or self.session is None:
+                self.fail(exc.code, exc.message, exc.request_id)
+            else:
+                room = getattr(msg, "room", None)
+                self.send(frames.from_exception(exc, room=room))
+        except Exception:
+            log.exception("internal error while handling a frame")
+            self.send(frames.error(ErrorCode.INTERNAL_ERROR, "internal error", fatal=True))
+            self.close(CLOSE_INTERNAL, "internal_error")
+
+    def _handle_move(self, msg: messages.MoveMessage, started: float) -> None:
+        """A move, timed: applied iff the room's state version moved (a stale ply does not)."""
+        assert self.session is not None and self.metrics is not None
+        room = self.hub.rooms.get(msg.room)
+        seq = room.seq if room is not None else -1
+        self.hub.handle(self, self.session, msg)
+        if room is not None and room.seq != seq:
+            self.metrics.move_applied(time.perf_counter() - started)
+
+    def _take_token(self) -> bool:
+        """Token bucket: ``rate_per_second`` on average, ``burst`` at once."""
+        now = self.clock.time()
+        cfg = self.config
+        self._tokens = min(
+            float(cfg.burst), self._tokens + (now - self._refilled) * cfg.rate_per_second
+        )
+        self._refilled = now
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        return True

@@ -1,0 +1,88 @@
+"""The process: ``python -m server`` flags, SIGTERM shutdown, and plain HTTP on the same port."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from stacko_wire import Client
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STACKO_")}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+async def http_get(port: int, path: str) -> tuple[int, str]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+    await writer.drain()
+    data = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    status = int(data.split(b" ", 2)[1])
+    return status, data.split(b"\r\n\r\n", 1)[1].decode()
+
+
+def test_help_lists_host_port_and_limits():
+    out = subprocess.run(
+        [sys.executable, "-m", "server", "--help"], cwd=ROOT, env=_env(), capture_output=True,
+        text=True, timeout=30, check=True,
+    ).stdout  # fmt: skip
+    for flag in ("--host", "--port", "--max-frame-bytes", "--rate-per-second", "--burst",
+                 "--hello-timeout-s", "--reconnect-grace-s", "--max-rooms"):  # fmt: skip
+        assert flag in out, flag
+
+
+async def test_sigterm_closes_clients_with_1001(tmp_path):
+    stderr = (tmp_path / "stderr.txt").open("wb")  # the child writes to it
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "server", "--port", "0", cwd=ROOT, env=_env(),
+        stdout=asyncio.subprocess.PIPE, stderr=stderr,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode()
+        match = re.search(r"stacko server on (ws://127\.0\.0\.1:(\d+)/)", line)
+        assert match, line
+        url, port = match.group(1), int(match.group(2))
+        assert port != 0
+        assert await http_get(port, "/healthz") == (200, "ok\n")
+        clients = [await Client.open(url, f"c{i}") for i in range(2)]
+        for c in clients:
+            await c.hello()
+        created = await clients[0].call("create_room", options={"tower": 3, "bricks": 8})
+        assert created["type"] == "joined"
+        proc.send_signal(signal.SIGTERM)
+        for c in clients:
+            assert await c.closed(10) == (1001, "server shutting down")
+        assert await asyncio.wait_for(proc.wait(), 10) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        stderr.close()
+
+
+async def test_http_paths_on_the_websocket_port(harness):
+    port = harness.server.port
+    assert await http_get(port, "/healthz") == (200, "ok\n")
+    assert (await http_get(port, "/"))[0] == 200
+    assert (await http_get(port, "/nope"))[0] == 404
+    c = await harness.client("after-http")  # WebSocket upgrades still work on the same port
+    await c.barrier()
+
+
+async def test_in_process_shutdown(make_harness):
+    h = await make_harness()
+    game = await h.game({"tower": 3, "bricks": 8})
+    await h.server.shutdown()
+    for c in game.seats:
+        assert await c.closed() == (1001, "server shutting down")
