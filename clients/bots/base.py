@@ -1,0 +1,80 @@
+"""The one interface every bot offers, whatever the game.
+
+A bot is a pure decision function over a seat's *view* (exactly what a remote client is
+sent, never the game state), plus a little memory it keeps itself:
+
+- ``choose(view, legal)`` is called when it is the bot's turn and returns one of ``legal``;
+- ``observe(view)`` may be called with every other view the seat receives (the SDK feeds it
+  every state frame, the arena every position); a bot that remembers updates its memory
+  there and in ``choose``. It is optional: ``observe_view`` calls it only if present;
+- ``reset()`` forgets everything before a new game (optional too: see ``reset_bot``).
+
+Bots are built with an injected ``random.Random`` and never touch the global generator or
+a clock, so a seeded game replays exactly.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Bot(Protocol):
+    """A player that sees only views. ``name`` is its level (``"strong"``, ``"random"``...)."""
+
+    name: str
+
+    def choose(self, view: Any, legal: Sequence[Any]) -> Any:
+        """One of ``legal`` (never empty when called): the move to play from ``view``."""
+        ...
+
+    def reset(self) -> None:
+        """Forget everything remembered: a new game starts."""
+        ...
+
+
+class BaseBot:
+    """Convenience base: stores the rng, no memory. Subclasses implement ``choose``."""
+
+    name = "base"
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def choose(self, view: Any, legal: Sequence[Any]) -> Any:
+        raise NotImplementedError
+
+    def observe(self, view: Any) -> None:
+        """A view that needs no decision (the opponent moved, a round ended); default: ignore."""
+
+    def reset(self) -> None:
+        """A new game; default: nothing to forget."""
+
+
+BotFactory = Callable[[random.Random], Any]
+"""Builds a bot from its injected rng (``registry.make_bot`` keeps these by name)."""
+
+
+def observe_view(bot: Any, view: Any) -> None:
+    """Feed ``view`` to ``bot.observe`` if the bot has one (it is optional in the protocol)."""
+    observe = getattr(bot, "observe", None)
+    if observe is not None:
+        observe(view)
+
+
+def reset_bot(bot: Any) -> None:
+    """Call ``bot.reset()`` if the bot has one (bots without memory may leave it out)."""
+    reset = getattr(bot, "reset", None)
+    if reset is not None:
+        reset()
+
+
+def checked_choice(bot: Any, view: Any, legal: Sequence[Any]) -> Any:
+    """``bot.choose(view, legal)``, refusing a move outside ``legal`` (a bot bug, not a rule
+    question: the engine would refuse it too, but later and with less context)."""
+    move = bot.choose(view, legal)
+    if move not in legal:
+        raise ValueError(f"bot {getattr(bot, 'name', bot)!r} chose {move!r}, not a legal move")
+    return move
