@@ -1,7 +1,10 @@
-"""``stacko-client``: play Stacko from a terminal, watch a room, or let it play random moves.
+"""``stacko-client``: play Stacko or Stakko from a terminal, watch a room, play a built-in bot,
+or let it play random moves.
 
     stacko-client --create                      # prints the room code for the other terminal
-    stacko-client --join K7QJ2M                 # the other terminal
+    stacko-client --join K7QJ2M                 # the other terminal (either game)
+    stacko-client --create --game stakko --option variant=gray
+    stacko-client --create --game stakko --bot search   # against a built-in bot
     stacko-client ws://HOST:PORT --quick-match --auto   # random legal moves, unattended
 
 Built on ``clients.client`` (the wire) and ``clients.render`` (the board); ``--help`` says it all.
@@ -13,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import random
+import re
 import sys
 import threading
 from collections.abc import Awaitable, Sequence
@@ -20,21 +24,44 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from clients.client import Disconnected, Frame, ServerError, StackoClient
-from clients.render import describe_result, render_state
+from clients.render import describe_result, describe_stakko_moves, render_state, stack_owner
 
 DEFAULT_URL = "ws://127.0.0.1:8765"
 
-COMMANDS = """\
-commands:
+GAMES = ("stacko", "stakko")
+"""The games this client can draw and play (``list_games`` says what a server hosts)."""
+
+STACKO_COMMANDS = """\
+Stacko commands:
   t SLOT | take SLOT    take the open brick into SLOT (0 = bottom)
   d | draw              draw the top brick of the stack (only you see it)
   p SLOT | place SLOT   put the drawn brick into SLOT
-  pass                  put the drawn brick on the discard pile
+  pass                  put the drawn brick on the discard pile"""
+
+STAKKO_COMMANDS = """\
+Stakko commands:
+  m STACK COUNT | STACKxCOUNT
+                        lift COUNT discs off the top of your stack STACK (e.g. m 2 3 or 2x3:
+                        3 discs off stack 2; stacks count from 0 at White's end); they go as
+                        many stacks toward the opponent as you own; "your moves" lists them"""
+
+COMMON_COMMANDS = """\
   r | resign            give the game up (you lose it)
   rematch               ask for another game once this one is over
   b | board             draw the board again
   h | help              this list
   q | quit              leave (a game in progress is lost) and exit"""
+
+
+def commands_text(game: str | None) -> str:
+    """The keyboard commands of ``game`` (of both games while the game is not known yet)."""
+    moves = {"stacko": [STACKO_COMMANDS], "stakko": [STAKKO_COMMANDS]}.get(
+        game or "", [STACKO_COMMANDS, STAKKO_COMMANDS]
+    )
+    return "\n".join([*moves, "commands of both games:", COMMON_COMMANDS])
+
+
+COMMANDS = commands_text(None)
 
 HINTS = {
     "not_your_turn": "wait for the opponent's move",
@@ -44,18 +71,29 @@ HINTS = {
     "game_over": "the game is over: type rematch or q",
     "not_started": "wait for the second player",
     "not_a_player": "spectators cannot play",
+    "no_such_stack": "lift off a stack with your colour on top (b draws the board)",
+    "overshoot": "that stack would go past the opponent's end; move another one",
+    "bad_count": "lift at least 1 disc, and no gray or red base unless the variant allows it",
 }
 
 EPILOG = f"""\
 {COMMANDS}
 
---auto plays random legal moves (the state frames' "legal" list, seeded by --seed); two
-auto clients against one server play a whole game and each prints "result: ..." as its last
-line, e.g. "result: you won 65:60 (completed)".
+--game stakko plays Stakko (docs/rules-stakko.md) instead of Stacko when creating a room or
+asking for a quick match; its room options go with --option, e.g. --option variant=gray
+(basic, gray or red) and --option ply_cap=100. --join plays whichever game the room has.
+
+--bot LEVEL (with --create) seats a built-in bot as the opponent and starts at once; the
+levels are those the server lists (stacko: easy, medium, strong; stakko: random, search).
+
+--auto plays random legal moves (the state frames' "legal" list, seeded by --seed) in either
+game; two auto clients against one server play a whole game and each prints "result: ..." as
+its last line, e.g. "result: you won 65:60 (completed)".
 
 exit status: 0 done (the games were played, or you quit); 1 the games asked for could not be
-played (the opponent left before a rematch); 2 a refused request in --auto mode, a fatal
-error frame, a connection that could not be opened or closed unexpectedly, or bad arguments.
+played (the opponent left before a rematch); 2 a refused --create, --join or --quick-match
+(e.g. an unknown --bot level or room code), a refused move in --auto mode, a fatal error frame,
+a connection that could not be opened or closed unexpectedly, or bad arguments.
 """
 
 
@@ -67,20 +105,41 @@ class Command:
     move: dict[str, Any] | None = None
 
 
-_WORDS = {
+_STACKO_WORDS = {
     "t": "take", "take": "take", "d": "draw", "draw": "draw", "p": "place", "place": "place",
-    "pass": "pass", "r": "resign", "resign": "resign", "q": "quit", "quit": "quit",
-    "exit": "quit", "h": "help", "help": "help", "?": "help", "b": "board", "board": "board",
+    "pass": "pass",
+}  # fmt: skip
+_COMMON_WORDS = {
+    "r": "resign", "resign": "resign", "q": "quit", "quit": "quit", "exit": "quit",
+    "h": "help", "help": "help", "?": "help", "b": "board", "board": "board",
     "rematch": "rematch",
 }  # fmt: skip
+_STAKKO_MOVE = re.compile(r"(?:(?:m|move)\s+)?(\d+)\s*(?:x|\s)\s*(\d+)", re.IGNORECASE)
+"""``m 2 3``, ``move 2 3``, ``2x3``, ``m 2x3``, ``2 x 3``, ``2 3``: stack 2, count 3."""
 
 
-def parse_command(line: str) -> Command:
-    """``"t 3"`` -> a take into slot 3, ``"d"`` -> draw, ... ValueError says what is wrong."""
+def parse_command(line: str, game: str | None = "stacko") -> Command:
+    """A line of keyboard input in ``game``: Stacko ``"t 3"`` -> a take into slot 3, ``"d"`` ->
+    draw, ...; Stakko ``"m 2 3"`` or ``"2x3"`` -> lift 3 discs off stack 2 (``game`` None, not
+    known yet: either). ValueError says what is wrong."""
     words = line.split()
     if not words:
         raise ValueError("type a command (h for help)")
-    kind = _WORDS.get(words[0].lower())
+    first = words[0].lower()
+    stakko_move = _STAKKO_MOVE.fullmatch(line.strip())
+    if game == "stacko":
+        if stakko_move or first in ("m", "move"):
+            raise ValueError("that is a Stakko move; this game is Stacko (h for help)")
+    elif stakko_move:
+        return Command("move", {"stack": int(stakko_move[1]), "count": int(stakko_move[2])})
+    elif first in ("m", "move") or first[:1].isdigit():
+        raise ValueError("a Stakko move is m STACK COUNT or STACKxCOUNT, e.g. m 2 3 or 2x3")
+    elif game == "stakko" and first in _STACKO_WORDS:
+        raise ValueError(
+            f"{words[0]!r} is a Stacko command; in Stakko type m STACK COUNT or STACKxCOUNT"
+            " (h for help)"
+        )
+    kind = _COMMON_WORDS.get(first) or _STACKO_WORDS.get(first)
     if kind is None:
         raise ValueError(f"unknown command {words[0]!r} (h for help)")
     if kind in ("take", "place"):
@@ -92,6 +151,40 @@ def parse_command(line: str) -> Command:
     if kind in ("draw", "pass"):
         return Command("move", {"action": kind})
     return Command(kind)
+
+
+def stakko_refusal(frame: Frame | None, move: dict[str, Any]) -> tuple[str, str] | None:
+    """Why a Stakko ``move`` is not in the ``legal`` list of the last ``state`` frame, as
+    (the server's error code, a message); None when it is legal."""
+    if frame is None:
+        return "not_started", "the game has not started yet"
+    view, legal = frame["view"], frame["legal"]
+    if view["outcome"] is not None:
+        return "game_over", "the game is over"
+    seat = view["seat"]
+    if seat is None:
+        return "not_a_player", "spectators cannot play"
+    if legal is None:
+        return "not_your_turn", "it is the opponent's turn"
+    i, k = move["stack"], move["count"]
+    if any(m["stack"] == i and m["count"] == k for m in legal):
+        return None
+    line = view["line"]
+    if i >= len(line):
+        return "no_such_stack", f"there is no stack {i}: the line has stacks 0 to {len(line) - 1}"
+    if stack_owner(line[i]) != seat:
+        return "no_such_stack", f"stack {i} is not yours: its top disc is {line[i][-1]}"
+    counts = [m["count"] for m in legal if m["stack"] == i]
+    if not counts:
+        n = view["owned"][seat]
+        end = len(line) - 1 if seat == 0 else 0
+        return "overshoot", f"stack {i} cannot move: going {n} would pass stack {end}, the end"
+    most = max(counts)
+    stack = line[i]
+    why = ""
+    if most < len(stack):
+        why = f"; the {stack[-most - 1]} disc below may not be lifted in the {view['variant']} game"
+    return "bad_count", f"you may lift 1 to {most} discs off stack {i}, not {k}{why}"
 
 
 def parse_option(text: str) -> tuple[str, int | bool | str | None]:
@@ -113,8 +206,9 @@ def parse_option(text: str) -> tuple[str, int | bool | str | None]:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="stacko-client",
-        description="Play Stacko on a stacko server: create a room, join one by its code, "
-        "or let the server pair you; read moves from the keyboard or play random ones.",
+        description="Play Stacko or Stakko on a stacko server: create a room (maybe against a "
+        "built-in bot), join one by its code, or let the server pair you; read moves from the "
+        "keyboard or play random ones.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -124,15 +218,22 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--create", action="store_true", help="create a room and print its code")
     mode.add_argument("--join", metavar="CODE", help="join the room with this code")
     mode.add_argument("--quick-match", action="store_true", help="let the server find an opponent")
+    p.add_argument(
+        "--game", choices=GAMES,
+        help="with --create or --quick-match: the game, stacko (default) or stakko; "
+        "--join plays the room's game",
+    )  # fmt: skip
     p.add_argument("--private", action="store_true", help="with --create: not in list_rooms")
     p.add_argument(
         "--option", action="append", type=parse_option, default=[], metavar="KEY=VALUE",
-        help="with --create: a room option, e.g. clock_ms=30000, rounds=1, turn_cap=50 "
-        "(repeat for more)",
+        help="with --create: a room option (repeat for more); Stacko: clock_ms=30000, "
+        "rounds=1, turn_cap=50, ...; Stakko: variant=basic|gray|red, ply_cap=100, clock_ms=...",
     )  # fmt: skip
     p.add_argument(
-        "--bot", metavar="LEVEL", help="with --create: a built-in bot takes the other seat"
-    )
+        "--bot", metavar="LEVEL",
+        help="with --create: a built-in bot of this level takes the other seat (stacko: easy, "
+        "medium, strong; stakko: random, search)",
+    )  # fmt: skip
     p.add_argument("--spectate", action="store_true", help="with --join: watch instead of playing")
     p.add_argument("--auto", action="store_true", help="play random legal moves, no keyboard")
     p.add_argument("--seed", type=int, metavar="N", help="random seed for --auto")
@@ -145,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--delay", type=float, default=0.0, metavar="SECONDS", help="with --auto: pause per move"
     )
     p.add_argument("--quiet", action="store_true", help="with --auto: print only the result")
-    p.add_argument("--ascii", action="store_true", help="draw bars with # instead of blocks")
+    p.add_argument("--ascii", action="store_true", help="draw in plain ASCII (Stacko bars with #)")
     return p
 
 
@@ -156,14 +257,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--private, --option and --bot go with --create")
     if args.spectate and not args.join:
         parser.error("--spectate goes with --join")
+    if args.game is not None and args.join:
+        parser.error("--game goes with --create or --quick-match (--join plays the room's game)")
+    if args.game is None and not args.join:
+        args.game = "stacko"
     if args.games < 1:
         parser.error("--games must be at least 1")
     return args
 
 
-def summary(results: Sequence[str]) -> str:
-    """Several games in one line: "2 won, 1 lost, 0 drawn of 3 games" (a spectator: each one)."""
-    if not any(r.startswith("you ") for r in results):
+def summary(results: Sequence[str], *, watched: bool = False) -> str:
+    """Several games in one line: "2 won, 1 lost, 0 drawn of 3 games"; a spectator
+    (``watched``) gets each one. (A player's draws say "draw ...", like a spectator's.)"""
+    if watched:
         return f"{len(results)} games watched: " + "; ".join(results)
     won = sum(r.startswith("you won") for r in results)
     lost = sum(r.startswith("you lost") for r in results)
@@ -178,6 +284,8 @@ class Player:
         self.rng = random.Random(args.seed)
         self.room: str | None = None
         self.seat: int | None = None
+        self.game: str | None = args.game
+        """The room's game: ``--game`` until a ``joined`` frame says it."""
         self.state: Frame | None = None
         self.over = False
         self.results: list[str] = []
@@ -205,9 +313,11 @@ class Player:
 
     async def run(self, lines: asyncio.Queue[str | None] | None) -> int:
         tasks = [asyncio.create_task(self._guard(self._frames()))]
-        if lines is not None and not self.args.auto:
-            tasks.append(asyncio.create_task(self._guard(self._keyboard(lines))))
         await self._guard(self._start())
+        # The keyboard only once the request is answered: an early end of input (a closed
+        # stdin) must not hide a refused --create / --join behind a clean "end of input".
+        if lines is not None and not self.args.auto and not self.done.done():
+            tasks.append(asyncio.create_task(self._guard(self._keyboard(lines))))
         try:
             return await self.done
         finally:
@@ -227,18 +337,23 @@ class Player:
     async def _start(self) -> None:
         a, c = self.args, self.client
         if a.create:
-            joined = await c.create_room(public=not a.private, options=dict(a.option), bot=a.bot)
+            joined = await c.create_room(
+                a.game, public=not a.private, options=dict(a.option), bot=a.bot
+            )
             self.say(f"room: {joined['room']}")
-            self.say(f"others join with: stacko-client {c.url} --join {joined['room']}")
+            if a.bot:
+                self.say(f"playing against the built-in {a.bot} bot")
+            else:
+                self.say(f"others join with: stacko-client {c.url} --join {joined['room']}")
         elif a.join:
             await c.join(a.join, "spectator" if a.spectate else "player")
         else:
             await self._queue()
 
     async def _queue(self) -> None:
-        answer = await self.client.quick_match()
+        answer = await self.client.quick_match(self.args.game)
         if answer["type"] == "queued":
-            self.say(f"waiting for an opponent ({answer['waiting']} waiting)")
+            self.say(f"waiting for an opponent for {answer['game']} ({answer['waiting']} waiting)")
 
     async def _frames(self) -> None:
         async for frame in self.client:
@@ -250,10 +365,8 @@ class Player:
         kind = frame["type"]
         if kind == "joined":
             self.room, self.seat, self.over = frame["room"], frame["seat"], False
-            info = frame["info"]
-            clock = f", {info['clock_ms'] // 1000} s per move" if info.get("clock_ms") else ""
-            role = f"seat {self.seat}" if self.seat is not None else "spectator"
-            self.say(f"joined room {self.room} as {role}{clock}")
+            self.game = frame.get("game", self.game)
+            self.say(self.joined_text(frame))
         elif kind == "state" and frame["room"] == self.room:
             await self.on_state(frame)
         elif kind == "room" and frame["room"] == self.room:
@@ -262,6 +375,22 @@ class Player:
                 self.finish(1, f"the opponent left; played {len(self.results)} games")
         elif kind == "error":
             self.on_error(frame)
+
+    def joined_text(self, frame: Frame) -> str:
+        """``joined room K7QJ2M as seat 0: Stakko, gray variant, you play White, 30 s per move``"""
+        info = frame["info"]
+        role = f"seat {self.seat}" if self.seat is not None else "spectator"
+        about = [str(self.game).capitalize()]
+        if self.game == "stakko":
+            about.append(f"{info.get('options', {}).get('variant', 'basic')} variant")
+            if self.seat is not None:
+                about.append(f"you play {('White', 'Black')[self.seat]}")
+        bots = [p["bot"] for p in info.get("players", []) if p.get("bot")]
+        if bots:
+            about.append(f"against the {bots[0]} bot")
+        if info.get("clock_ms"):
+            about.append(f"{info['clock_ms'] // 1000} s per move")
+        return f"joined room {self.room} as {role}: {', '.join(about)}"
 
     def on_error(self, frame: Frame) -> None:
         code, message = frame["code"], frame["message"]
@@ -319,7 +448,7 @@ class Player:
             self.finish(0, f"result: {self.results[0]}")
             return
         self.say(f"game {len(self.results)}: {self.results[-1]}")
-        self.finish(0, "result: " + summary(self.results))
+        self.finish(0, "result: " + summary(self.results, watched=self.args.spectate))
 
     async def play(self, move: dict[str, Any]) -> None:
         """Send a move for the current position; a refusal is shown (or ends --auto)."""
@@ -345,7 +474,7 @@ class Player:
             if not line.strip():
                 continue
             try:
-                command = parse_command(line)
+                command = parse_command(line, self.game)
             except ValueError as exc:
                 self.say(str(exc))
                 continue
@@ -353,9 +482,11 @@ class Player:
 
     async def command(self, command: Command) -> None:
         if command.kind == "move" and command.move is not None:
+            if self.game == "stakko" and self.refuse_locally(command.move):
+                return
             await self.play(command.move)
         elif command.kind == "help":
-            self.say(COMMANDS)
+            self.say(commands_text(self.game))
         elif command.kind == "board":
             self.say(render_state(self.state, ascii=self.ascii) if self.state else "no game yet")
         elif command.kind == "quit":
@@ -370,6 +501,22 @@ class Player:
         elif command.kind == "rematch":
             await self.client.rematch(self.room)
             self.say("asked for a rematch; waiting for the opponent")
+
+    def refuse_locally(self, move: dict[str, Any]) -> bool:
+        """Check a typed Stakko move against the last state's ``legal``; say why it is refused
+        (and what would do) instead of sending it."""
+        refusal = stakko_refusal(self.state, move)
+        if refusal is None:
+            return False
+        code, message = refusal
+        self.say(f"refused: {message} ({code})")
+        if self.state is not None and self.state["legal"] and code != "not_your_turn":
+            self.say(
+                "  your moves: " + describe_stakko_moves(self.state["view"], self.state["legal"])
+            )
+        elif code in HINTS:
+            self.say(f"  ({HINTS[code]})")
+        return True
 
     async def quit(self, why: str) -> None:
         if self.room is not None:

@@ -1,12 +1,20 @@
-"""Draw a Stacko ``state`` frame for a terminal: plain text, from the wire dict alone.
+"""Draw a ``state`` frame of Stacko or Stakko for a terminal: plain text, from the wire dict alone.
 
     print(render_state(frame))      # a decoded "state" frame (PROTOCOL.md "State frames")
 
-Two columns, the receiver's tower on the left (seat 0 for a spectator), slot 9 at the top and
-slot 0 at the bottom; each brick is its number and a bar as wide as the number is large; "?" is
-a brick this receiver cannot see; "*" marks a brick both players see (on your side: a brick the
-opponent knows). Below: the open brick, the draw stack, the discard pile, a drawn brick, whose
-turn it is, the clock, the round, the scores, finished rounds and the last action in words.
+``render_state`` follows ``view.game``.
+
+Stacko: two columns, the receiver's tower on the left (seat 0 for a spectator), slot 9 at the top
+and slot 0 at the bottom; each brick is its number and a bar as wide as the number is large; "?"
+is a brick this receiver cannot see; "*" marks a brick both players see (on your side: a brick
+the opponent knows). Below: the open brick, the draw stack, the discard pile, a drawn brick,
+whose turn it is, the clock, the round, the scores, finished rounds and the last action in words.
+
+Stakko: one row per stack of the line, index 0 (White's end) first; each row gives the number of
+discs, the owner (the colour on top) and the discs bottom to top as letters ``W`` white, ``B``
+black, ``G`` gray, ``R`` red. Above: each seat's colour, stacks owned (how far its moves go),
+height and passes; below: whose turn it is, your legal moves grouped by stack, the clock, the
+last move in words and, at the end, the outcome.
 
 Like ``clients.client`` it knows only the wire format: no ``engine``, no ``protocol`` import.
 """
@@ -133,8 +141,12 @@ def render_view(
     clock: str | None = None,
     room: str | None = None,
     ascii: bool = False,
+    legal: Sequence[Mapping[str, Any]] | None = None,
 ) -> str:
-    """A Stacko ``view`` object (PROTOCOL.md "State frames") as lines of text."""
+    """A ``view`` object (PROTOCOL.md "State frames") as lines of text: Stacko, or Stakko when
+    ``view["game"]`` says so (``legal``, the frame's legal moves, is shown for Stakko)."""
+    if view.get("game") == "stakko":
+        return render_stakko_view(view, text=text, clock=clock, room=room, ascii=ascii, legal=legal)
     dot = "-" if ascii else "\u00b7"
     cap = f"/{view['turn_cap']}" if view["turn_cap"] is not None else ""
     head = [f"Stacko {dot} round {view['round']} of {view['rounds']}"]
@@ -183,4 +195,144 @@ def render_state(
         clock=_clock(frame, now_ms),
         room=frame.get("room"),
         ascii=ascii,
+        legal=frame.get("legal"),
     )
+
+
+# -- Stakko ---------------------------------------------------------------------------------
+
+DISC_LETTERS = {"white": "W", "black": "B", "gray": "G", "red": "R"}
+"""The rules' notation (docs/rules-stakko.md "Notation"): one letter per disc."""
+COLOUR_NAMES = ("White", "Black")
+"""Seat 0 plays White, seat 1 Black."""
+STAKKO_LEGEND = "W white, B black, G gray, R red; a stack belongs to the colour on its top"
+
+
+def disc_letters(stack: Sequence[str]) -> str:
+    """``["red", "white", "white"]`` -> ``"R W W"`` (bottom first)."""
+    return " ".join(DISC_LETTERS.get(d, "?") for d in stack)
+
+
+def stack_owner(stack: Sequence[str]) -> int | None:
+    """The seat whose colour tops ``stack``, or None (gray or red on top: nobody's)."""
+    top = stack[-1] if stack else None
+    return 0 if top == "white" else 1 if top == "black" else None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _ranges(numbers: Sequence[int]) -> str:
+    """``[1, 2, 3, 5]`` -> ``"1..3,5"``."""
+    parts: list[str] = []
+    nums = sorted(numbers)
+    i = 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        parts.append(str(nums[i]) if i == j else f"{nums[i]}..{nums[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def describe_stakko_moves(view: Mapping[str, Any], legal: Sequence[Mapping[str, Any]]) -> str:
+    """Legal moves grouped by stack: ``"0x1..9 onto 1; 1x1..3 onto 3"`` (``STACKxCOUNT``, the
+    counts that may be lifted, and the stack they land on)."""
+    mover = view["to_move"]
+    by_stack: dict[int, list[int]] = {}
+    for m in legal:
+        by_stack.setdefault(int(m["stack"]), []).append(int(m["count"]))
+    if not by_stack:
+        return "none"
+    line = view["line"]
+    parts = []
+    for stack, counts in sorted(by_stack.items()):
+        onto = ""
+        if mover in (0, 1):
+            n = view["owned"][mover]
+            onto = f" onto {stack + n if mover == 0 else stack - n}"
+        if 0 <= stack < len(line) and len(line[stack]) in counts:
+            onto += f" ({stack}x{len(line[stack])}: the whole stack, its space leaves the line)"
+        parts.append(f"{stack}x{_ranges(counts)}{onto}")
+    return "; ".join(parts)
+
+
+def _stakko_ends(view: Mapping[str, Any]) -> tuple[str, str]:
+    """The notes of the first and the last stack of the line."""
+    word = "end" if view["variant"] == "red" else "home"
+    if len(view["line"]) == 1:
+        return f"both ends: White's and Black's {word}, both goals", ""
+    return f"White's {word}, Black's goal", f"Black's {word}, White's goal"
+
+
+def _stakko_seat_line(view: Mapping[str, Any], seat: int, dot: str) -> str:
+    """``White (W) you, seat 0: owns 2 stacks, moves go 2 toward Black's end (stack 8) ...``"""
+    viewer = view["seat"]
+    who = f"{_who(seat, viewer)}, seat {seat}" if viewer is not None else f"seat {seat}"
+    owned = view["owned"][seat]
+    end = len(view["line"]) - 1 if seat == 0 else 0
+    moves = f"a move goes {owned} toward stack {end}" if owned else "nothing to move"
+    return (
+        f"{COLOUR_NAMES[seat]} ({'WB'[seat]}) {who}: owns {_plural(owned, 'stack')}, {moves}"
+        f" {dot} height {view['heights'][seat]} {dot} passes {view['passes'][seat]}"
+    )
+
+
+def _stakko_turn_line(view: Mapping[str, Any]) -> str:
+    seat, to_move = view["seat"], view["to_move"]
+    if view["outcome"] is not None or to_move is None:
+        return "game over: " + describe_result(view)
+    colour = COLOUR_NAMES[to_move]
+    if seat is not None and to_move == seat:
+        return (
+            f"your turn ({colour}): lift discs off a stack of yours: m STACK COUNT or STACKxCOUNT"
+        )
+    who = "opponent's" if seat is not None else f"seat {to_move}'s"
+    return f"{who} turn ({colour})"
+
+
+def render_stakko_view(
+    view: Mapping[str, Any],
+    *,
+    text: str = "",
+    clock: str | None = None,
+    room: str | None = None,
+    ascii: bool = False,
+    legal: Sequence[Mapping[str, Any]] | None = None,
+) -> str:
+    """A Stakko ``view`` (PROTOCOL.md "The Stakko view") as lines of text: a header, a line per
+    seat, then one row per stack (index, discs, owner, discs bottom to top), whose turn it is
+    and your legal moves, the last move in words and the legend."""
+    dot = "-" if ascii else "\u00b7"
+    arrow = "->" if ascii else "\u2192"
+    line: Sequence[Sequence[str]] = view["line"]
+    head = [
+        f"Stakko {dot} {view['variant']} variant",
+        f"ply {view['ply']} of at most {view['ply_cap']}",
+    ]
+    if room:
+        head.insert(0, f"room {room}")
+    lines = [f" {dot} ".join(head)]
+    lines += [_stakko_seat_line(view, s, dot) for s in (0, 1)]
+    width = max(len(disc_letters(stack)) for stack in line)
+    bottom_top = f"bottom {arrow} top"
+    lines.append(f"stack discs  owner     {bottom_top}")
+    first, last = _stakko_ends(view)
+    for i, stack in enumerate(line):
+        owner = stack_owner(stack)
+        who = "-" if owner is None else _who(owner, view["seat"])
+        note = first if i == 0 else last if i == len(line) - 1 else ""
+        row = f"{i:>5} {len(stack):>5}  {who:<8}  {disc_letters(stack):<{width}}"
+        lines.append(f"{row}   {note}".rstrip())
+    turn = _stakko_turn_line(view)
+    if clock and view["outcome"] is None:
+        turn += f" {dot} {clock}"
+    lines.append(turn)
+    if legal is not None and view["outcome"] is None:
+        lines.append("your moves: " + describe_stakko_moves(view, legal))
+    if text:
+        lines.append(f"last: {text}")
+    lines.append(STAKKO_LEGEND)
+    return "\n".join(lines)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from clients.cli import Command, parse_args, parse_command, parse_option
+from clients.cli import Command, parse_args, parse_command, parse_option, summary
 from clients.render import BAR_WIDTH, HIDDEN, SEEN, bar, brick_count, describe_result, render_state
 from engine.outcome import Termination
 from engine.stacko import Stacko, StackoOptions
@@ -204,3 +204,12 @@ def test_parse_option_and_args() -> None:
         parse_args(["--quick-match", "--private"])
     with pytest.raises(SystemExit):
         parse_args([])
+
+
+def test_summary_of_several_games() -> None:
+    drawn = ["draw 5:5 (completed)", "draw 0:0 (completed)"]
+    assert summary(drawn) == "0 won, 0 lost, 2 drawn of 2 games"  # a player's draws only
+    mixed = ["you won 65:60 (completed)", "you lost 5:50 (completed)", *drawn]
+    assert summary(mixed) == "1 won, 1 lost, 2 drawn of 4 games"
+    watched = summary(["seat 0 won 65:60 (completed)", drawn[0]], watched=True)
+    assert watched == "2 games watched: seat 0 won 65:60 (completed); draw 5:5 (completed)"
