@@ -190,6 +190,34 @@ async def case_malformed_first_frame(h, game, c):
     assert code == 1008
 
 
+async def case_fragmented_message(h, game, c):
+    """A message in three fragments is one message (an error here: it is not valid)."""
+    await c.ws.send(iter(['{"type": "ping", ', '"id": 41', ", 1}"]))
+    err = await expect_error(c, "bad_json", rid=None)
+    await c.ws.send(iter(['{"type": "ping", ', '"id": 42}']))
+    pong = await c.expect("pong")
+    assert pong["id"] == 42
+
+
+async def case_invalid_utf8(h, game, c):
+    """A text frame that is not UTF-8 breaks the WebSocket protocol: close 1007."""
+    from websockets.frames import Frame, Opcode
+
+    c.ws.protocol.send_frame(Frame(Opcode.TEXT, b'{"type": "ping", "id": "\xff\xfe"}'))
+    c.ws.send_data()
+    code, _ = await c.closed()
+    assert code == 1007
+
+
+async def case_back_to_back_frames(h, game, c):
+    """hello and a request sent without waiting are both answered, in order."""
+    fresh = await h.client("eager", hello=False)
+    await fresh.send_raw('{"type": "hello", "protocol": 1, "name": "eager", "id": 1}')
+    await fresh.send_raw('{"type": "ping", "id": 2}')
+    assert (await fresh.expect("welcome"))["id"] == 1
+    assert (await fresh.expect("pong"))["id"] == 2
+
+
 CASES = {name[5:]: fn for name, fn in dict(globals()).items() if name.startswith("case_")}
 
 

@@ -125,9 +125,11 @@ def chromium_path() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One headless Chromium for the whole session; each player gets its own context."""
+    """One headless Chromium per module; each player gets its own context. Not per session:
+    Playwright's sync API keeps an event loop running in this thread while it is started,
+    which would break every asyncio test collected after the browser tests."""
     sync_api = pytest.importorskip(
         "playwright.sync_api", reason="playwright is not installed (pip install playwright)"
     )
