@@ -23,7 +23,6 @@ _LAZY: dict[str, tuple[str, dict[str, str]]] = {
             "easy": "EasyStackoBot",
             "medium": "MediumStackoBot",
             "strong": "StrongStackoBot",
-            "search": "SearchStackoBot",
         },
     ),
     "stakko": (
