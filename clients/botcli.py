@@ -17,27 +17,13 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from clients.bots.registry import available
+from clients.cli import parse_option
 from clients.client import Disconnected, ServerError
 from clients.sdk import BotError, BotRunner, BuiltinBot, ConnectionLost, GameResult
 
 DEFAULT_URL = "ws://127.0.0.1:8765"
 DEFAULT_LEVEL = {"stacko": "strong", "stakko": "search"}
 """The level played without ``--level``: each game's strongest quick one."""
-
-
-def _option(text: str) -> tuple[str, int | bool | str | None]:
-    """``--option key=value``: integers, true/false and null become JSON values."""
-    key, sep, raw = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected key=value, not {text!r}")
-    low = raw.lower()
-    if low in ("null", "none"):
-        return key, None
-    if low in ("true", "false"):
-        return key, low == "true"
-    if raw.lstrip("-").isdigit():
-        return key, int(raw)
-    return key, raw
 
 
 def _epilog() -> str:
@@ -95,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, metavar="N", help="seed of the bot's random choices")
     p.add_argument("--name", help="the bot's name in the room (default: LEVEL-bot)")
     p.add_argument(
-        "--option", action="append", type=_option, default=[], metavar="KEY=VALUE",
+        "--option", action="append", type=parse_option, default=[], metavar="KEY=VALUE",
         help="with --create: a room option, e.g. rounds=1, clock_ms=30000 (repeat for more)",
     )  # fmt: skip
     p.add_argument("--private", action="store_true", help="with --create: not in list_rooms")

@@ -29,17 +29,20 @@ class GameCodec:
     view_to_wire: Callable[[Any], dict[str, Any]]
     legal_to_wire: Callable[[Any], list[dict[str, Any]] | None]
     describe: Callable[[Any], str]
+    view_from_wire: Callable[[Any, Any], Any]
+    """A frame's ``view`` (and the room's engine options) -> the engine view it was built
+    from: what a client or bot that reasons with the engine rebuilds."""
 
 
 CODECS: dict[str, GameCodec] = {
     "stacko": GameCodec(
         "stacko", stacko.StackoOptionsModel, stacko.StackoMove, stacko.options_from_wire,
         stacko.options_to_wire, stacko.move_from_wire, stacko.move_to_wire,
-        stacko.view_to_wire, stacko.legal_to_wire, stacko.describe,
+        stacko.view_to_wire, stacko.legal_to_wire, stacko.describe, stacko.view_from_wire,
     ),
     "stakko": GameCodec(
         "stakko", stakko.StakkoOptionsModel, stakko.StakkoMoveModel, stakko.options_from_wire,
         stakko.options_to_wire, stakko.move_from_wire, stakko.move_to_wire,
-        stakko.view_to_wire, stakko.legal_to_wire, stakko.describe,
+        stakko.view_to_wire, stakko.legal_to_wire, stakko.describe, stakko.view_from_wire,
     ),
 }  # fmt: skip

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.outcome import Outcome
+from engine.outcome import Outcome, Termination
 
 
 class WireModel(BaseModel):
@@ -23,6 +24,15 @@ class OutcomeModel(WireModel):
 
 def outcome_to_wire(o: Outcome) -> dict[str, Any]:
     return {"termination": o.termination.value, "winner": o.winner, "scores": list(o.scores)}
+
+
+def outcome_from_wire(o: OutcomeModel) -> Outcome:
+    """The inverse of ``outcome_to_wire`` (``game_ended`` events carry the same fields)."""
+    return Outcome(Termination(o.termination), o.winner, pair(o.scores))
+
+
+def pair(x: Sequence[int]) -> tuple[int, int]:
+    return (x[0], x[1])
 
 
 def who(seat: int, viewer: int | None) -> str:

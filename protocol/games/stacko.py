@@ -5,6 +5,7 @@ seat can hold nothing that seat's view does not.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
@@ -16,6 +17,7 @@ from engine.stacko import (
     GameEnded,
     Move,
     Passed,
+    Phase,
     Placed,
     Reshuffled,
     RoundEnded,
@@ -24,7 +26,15 @@ from engine.stacko import (
     Took,
 )
 from engine.stacko_view import StackoView
-from protocol.games.common import OutcomeModel, WireModel, outcome_text, outcome_to_wire, who
+from protocol.games.common import (
+    OutcomeModel,
+    WireModel,
+    outcome_from_wire,
+    outcome_text,
+    outcome_to_wire,
+    pair,
+    who,
+)
 
 Brick = Annotated[int, Field(ge=1, le=200)]
 Slot = Annotated[int, Field(ge=0, le=19)]
@@ -262,3 +272,56 @@ def describe(v: StackoView) -> str:
         elif isinstance(e, GameEnded):
             parts.append(outcome_text(e.outcome, v.seat))
     return "; ".join(parts)
+
+
+# -- wire -> engine: what a client or bot rebuilds from a frame ----------------------------
+
+
+def _result_from_wire(r: RoundResultModel) -> RoundResult:
+    return RoundResult(
+        r.round, r.finisher, (tuple(r.towers[0]), tuple(r.towers[1])), pair(r.scores)
+    )
+
+
+def _event_from_wire(e: Any) -> Event:
+    if isinstance(e, TookEvent):
+        return Took(e.seat, e.slot, e.brick, e.removed)
+    if isinstance(e, DrewEvent):
+        return Drew(e.seat, e.brick)
+    if isinstance(e, PlacedEvent):
+        return Placed(e.seat, e.slot, e.brick, e.removed)
+    if isinstance(e, PassedEvent):
+        return Passed(e.seat, e.brick)
+    if isinstance(e, ReshuffledEvent):
+        return Reshuffled(e.stack)
+    if isinstance(e, RoundEndedEvent):
+        return RoundEnded(_result_from_wire(e))
+    return GameEnded(outcome_from_wire(e))
+
+
+def view_from_wire(data: Mapping[str, Any], options: StackoOptions) -> StackoView:
+    """The engine view a state frame's ``view`` was built from (``options``: the room's)."""
+    m = StackoViewModel.model_validate(data)
+    if (m.rounds, m.turn_cap) != (options.rounds, options.turn_cap) or any(
+        len(t) != options.tower for t in (*m.towers, *m.seen)
+    ):
+        raise ValueError(f"the view does not match the room's options {options}")
+    return StackoView(
+        seat=m.seat,
+        options=options,
+        phase=Phase(m.phase),
+        to_move=m.to_move,
+        ply=m.ply,
+        round=m.round,
+        turns=m.turns,
+        towers=(tuple(m.towers[0]), tuple(m.towers[1])),
+        seen=(tuple(m.seen[0]), tuple(m.seen[1])),
+        discard=tuple(m.discard),
+        stack_size=m.stack,
+        drawn=m.drawn,
+        holding=m.holding,
+        totals=pair(m.totals),
+        results=tuple(_result_from_wire(r) for r in m.results),
+        events=tuple(_event_from_wire(e) for e in m.events),
+        outcome=outcome_from_wire(m.outcome) if m.outcome is not None else None,
+    )

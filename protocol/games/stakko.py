@@ -5,6 +5,7 @@ the engine. Stakko has no hidden information, so every receiver's view is the wh
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -20,7 +21,15 @@ from engine.stakko import (
     StakkoView,
     move,
 )
-from protocol.games.common import OutcomeModel, WireModel, outcome_text, outcome_to_wire, who
+from protocol.games.common import (
+    OutcomeModel,
+    WireModel,
+    outcome_from_wire,
+    outcome_text,
+    outcome_to_wire,
+    pair,
+    who,
+)
 
 Disc = Literal["white", "black", "gray", "red"]
 """A disc's colour; a stack is a list of them, bottom first."""
@@ -28,6 +37,7 @@ StackIndex = Annotated[int, Field(ge=0, le=8)]
 Count = Annotated[int, Field(ge=1, le=27)]
 
 _COLOUR = {c: c.name.lower() for c in Colour}
+_FROM_WIRE = {name: c for c, name in _COLOUR.items()}
 
 
 class StakkoMoveModel(WireModel):
@@ -178,3 +188,35 @@ def describe(v: StakkoView) -> str:
         elif isinstance(e, GameEnded):
             parts.append(outcome_text(e.outcome, v.seat))
     return "; ".join(parts)
+
+
+# -- wire -> engine: what a client or bot rebuilds from a frame ----------------------------
+
+
+def _event_from_wire(e: Any) -> Event:
+    if isinstance(e, MovedEvent):
+        discs = tuple(_FROM_WIRE[d] for d in e.discs)
+        return Moved(e.seat, e.stack, e.count, e.target, discs, e.closed)
+    if isinstance(e, PassedEvent):
+        return Passed(e.seat)
+    return GameEnded(outcome_from_wire(e))
+
+
+def view_from_wire(data: Mapping[str, Any], options: StakkoOptions | None = None) -> StakkoView:
+    """The engine view of a Stakko frame (its options are all in the view itself)."""
+    m = StakkoViewModel.model_validate(data)
+    own = StakkoOptions(m.variant, m.ply_cap)
+    if options is not None and options != own:
+        raise ValueError(f"the view does not match the room's options {options}")
+    return StakkoView(
+        seat=m.seat,
+        options=own,
+        line=tuple(tuple(_FROM_WIRE[d] for d in stack) for stack in m.line),
+        to_move=m.to_move,
+        ply=m.ply,
+        owned=pair(m.owned),
+        heights=pair(m.heights),
+        passes=pair(m.passes),
+        events=tuple(_event_from_wire(e) for e in m.events),
+        outcome=outcome_from_wire(m.outcome) if m.outcome is not None else None,
+    )

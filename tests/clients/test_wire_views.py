@@ -14,8 +14,6 @@ from clients.wire_views import (
     move_to_wire,
     moves_from_wire,
     options_from_info,
-    stacko_view_from_wire,
-    stakko_view_from_wire,
     view_from_wire,
 )
 from engine.outcome import Termination
@@ -34,7 +32,7 @@ def check_stacko(game: Stacko) -> int:
     for seat in (0, 1, None):
         view = game.view(seat)
         wire = through_json(wire_stacko.view_to_wire(view))
-        back = stacko_view_from_wire(wire, game.options)
+        back = wire_stacko.view_from_wire(wire, game.options)
         assert back == view
         assert wire_stacko.view_to_wire(back) == wire
         legal = wire_stacko.legal_to_wire(view)
@@ -83,11 +81,11 @@ def test_stacko_view_must_match_the_room_options() -> None:
     game = Stacko(rng=random.Random(1))
     wire = wire_stacko.view_to_wire(game.view(0))
     with pytest.raises(ValueError, match="options"):
-        stacko_view_from_wire(wire, StackoOptions(rounds=3))
+        wire_stacko.view_from_wire(wire, StackoOptions(rounds=3))
     with pytest.raises(ValueError, match="options"):
-        stacko_view_from_wire(wire, StackoOptions(bricks=30, tower=8))
+        wire_stacko.view_from_wire(wire, StackoOptions(bricks=30, tower=8))
     with pytest.raises(ValidationError):
-        stacko_view_from_wire({**wire, "phase": "sleeping"}, game.options)
+        wire_stacko.view_from_wire({**wire, "phase": "sleeping"}, game.options)
 
 
 def test_options_from_a_joined_frame() -> None:
@@ -108,7 +106,7 @@ def test_stakko_views_round_trip_through_the_wire(variant: str) -> None:
         for seat in (0, 1, None):
             view = game.view(seat)
             wire = through_json(wire_stakko.view_to_wire(view))
-            assert stakko_view_from_wire(wire) == view
+            assert wire_stakko.view_from_wire(wire) == view
             assert view_from_wire("stakko", wire, options) == view
             legal = wire_stakko.legal_to_wire(view)
             if legal is not None:
@@ -118,4 +116,4 @@ def test_stakko_views_round_trip_through_the_wire(variant: str) -> None:
         game.apply(rng.choice(game.legal_moves()))
     assert game.outcome() is not None
     with pytest.raises(ValueError, match="options"):
-        stakko_view_from_wire(wire, StakkoOptions(variant, ply_cap=61))
+        wire_stakko.view_from_wire(wire, StakkoOptions(variant, ply_cap=61))

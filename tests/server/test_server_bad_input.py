@@ -194,6 +194,7 @@ async def case_fragmented_message(h, game, c):
     """A message in three fragments is one message (an error here: it is not valid)."""
     await c.ws.send(iter(['{"type": "ping", ', '"id": 41', ", 1}"]))
     err = await expect_error(c, "bad_json", rid=None)
+    assert "JSON" in err["message"]
     await c.ws.send(iter(['{"type": "ping", ', '"id": 42}']))
     pong = await c.expect("pong")
     assert pong["id"] == 42
