@@ -1126,8 +1126,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+ARENA_EXTRA = ("choix", "matplotlib", "tqdm")
+"""What the ratings, the chart and the progress bar need: ``pip install 'stacko[arena]'``."""
+
+
+def missing_extra() -> list[str]:
+    import importlib.util
+
+    return [m for m in ARENA_EXTRA if importlib.util.find_spec(m) is None]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    missing = missing_extra()
+    if missing:
+        print(
+            f"arena: needs {', '.join(missing)}; install the arena extra: "
+            "python3 -m pip install 'stacko[arena]' (or '.[arena]' in a checkout)",
+            file=sys.stderr,
+        )
+        return 2
     live = args.server is not None
     solitaire = args.solitaire if args.solitaire is not None else (0 if live else 200)
     if args.deals < 0 or solitaire < 0 or args.bootstrap < 0:

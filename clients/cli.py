@@ -226,8 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--private", action="store_true", help="with --create: not in list_rooms")
     p.add_argument(
         "--option", action="append", type=parse_option, default=[], metavar="KEY=VALUE",
-        help="with --create: a room option (repeat for more); Stacko: clock_ms=30000, "
-        "rounds=1, turn_cap=50, ...; Stakko: variant=basic|gray|red, ply_cap=100, clock_ms=...",
+        help="with --create: a room option (repeat for more), e.g. rounds=1 or clock_ms=30000; "
+        "keys and defaults: Stacko bricks=40 tower=10 rounds=2 turn_cap=200 clock_ms=null, "
+        "Stakko variant=basic (gray, red) ply_cap=500 clock_ms=null (PROTOCOL.md)",
     )  # fmt: skip
     p.add_argument(
         "--bot", metavar="LEVEL",

@@ -84,14 +84,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     files = raise_file_limit()
     log = logging.getLogger("stacko.server")
     log.info("open files limit: %d (about as many connections)", files)
-    if config.loop == "uvloop":
-        import uvloop  # type: ignore[import-not-found,unused-ignore]
+    try:
+        if config.loop == "uvloop":
+            import uvloop  # type: ignore[import-not-found,unused-ignore]
 
-        uvloop.run(run(config))
-    elif config.loop == "asyncio":
-        asyncio.run(run(config))
-    else:
-        raise SystemExit(f"--loop must be asyncio or uvloop, not {config.loop!r}")
+            uvloop.run(run(config))
+        elif config.loop == "asyncio":
+            asyncio.run(run(config))
+        else:
+            raise SystemExit(f"--loop must be asyncio or uvloop, not {config.loop!r}")
+    except OSError as exc:  # the port is taken, the address is not this machine's, ...
+        log.error("cannot listen on %s:%d: %s", config.host, config.port, exc.strerror or exc)
+        return 1
     return 0
 
 

@@ -84,9 +84,14 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
                 flag, action=argparse.BooleanOptionalAction, default=value, help=_HELP[f.name]
             )
         else:
-            value = kind(env) if env is not None else default
+            try:
+                value = kind(env) if env is not None else default
+            except ValueError:
+                parser.error(f"STACKO_{f.name.upper()}={env!r} is not a valid {kind.__name__}")
             parser.add_argument(
                 flag, type=kind, default=value, help=f"{_HELP[f.name]} (default: {default})"
             )
     ns = parser.parse_args(argv)
+    if not 0 <= ns.port <= 65535:
+        parser.error(f"--port must be 0..65535, not {ns.port}")
     return ServerConfig(**{f.name: getattr(ns, f.name) for f in fields(ServerConfig)})

@@ -271,9 +271,10 @@ class Hub:
             bot = self._make_bot(msg.game, msg.bot)
         room = self._new_room(msg.game, dict(msg.options), msg.public)
         seat = self._take_seat(peer, session, room, msg.seat)
-        peer.send(room.joined_frame(seat, msg.id))
-        if bot is not None:
+        if bot is not None:  # seated first, so that joined already lists the opponent
             room.seat(Player(f"{bot.name} (bot)", bot=bot, bot_level=msg.bot), 1 - seat)
+        peer.send(room.joined_frame(seat, msg.id, starting=bot is not None))
+        if bot is not None:
             room.start()
 
     def _make_bot(self, game: str, level: str) -> Chooser:
@@ -295,7 +296,8 @@ class Hub:
             room.send_state(peer, None)
             return
         seat = self._take_seat(peer, session, room, None)
-        peer.send(room.joined_frame(seat, msg.id))
+        peer.send(room.joined_frame(seat, msg.id, starting=room.ready()))
+        room.announce_join(seat)
         if room.ready():
             room.start(request=(seat, None))
 
@@ -329,10 +331,13 @@ class Hub:
         room = self._new_room(msg.game, {}, False, clock_ms=self.config.quick_match_clock_ms)
         other = queue.pop(0)
         other.queued_for = None
-        for s, (who, rid) in enumerate(((other, None), (session, msg.id))):
+        pair = ((other, None), (session, msg.id))
+        for s, (who, _) in enumerate(pair):  # both seats first: joined lists both players
             assert who.peer is not None
             self._take_seat(who.peer, who, room, s)
-            who.peer.send(room.joined_frame(s, rid))
+        for s, (who, rid) in enumerate(pair):
+            assert who.peer is not None
+            who.peer.send(room.joined_frame(s, rid, starting=True))
         room.start()
 
     def _unqueue(self, session: Session) -> None:

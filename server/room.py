@@ -143,11 +143,18 @@ class Room:
     def unwatch(self, peer: Peer) -> None:
         self.spectators.pop(peer, None)
 
-    def joined_frame(self, seat: int | None, request_id: frames.RequestId) -> bytes:
+    def joined_frame(
+        self, seat: int | None, request_id: frames.RequestId, *, starting: bool = False
+    ) -> bytes:
+        """``starting``: the game starts right after this frame (its ``state`` follows), so
+        the room info already says ``playing``."""
         role = "spectator" if seat is None else "player"
+        info = self.info()
+        if starting:
+            info["status"] = "playing"
         return frames.reply(
             "joined", request_id, room=self.code, game=self.spec.name, role=role, seat=seat,
-            info=self.info(),
+            info=info,
         )  # fmt: skip
 
     def leave(self, seat: int) -> None:
@@ -274,7 +281,8 @@ class Room:
                 )
         for s, p in enumerate(self.players):
             if p is not None and p.peer is not None:
-                p.peer.send(self.joined_frame(s, request_id if s == 1 - seat else None))
+                rid = request_id if s == 1 - seat else None
+                p.peer.send(self.joined_frame(s, rid, starting=True))
         self.start(request=(1 - seat, request_id))
 
     def _game_on(self) -> GameState:
@@ -391,7 +399,11 @@ class Room:
             for peer in self.spectators:
                 peer.send(public)
 
-    def _room_update(self, text: str, skip: int | None = None) -> None:
+    def announce_join(self, seat: int) -> None:
+        """Tell the others a player took ``seat`` (before the game it completes starts)."""
+        self._room_update(f"seat {seat} joined", skip=seat, starting=self.ready())
+
+    def _room_update(self, text: str, skip: int | None = None, *, starting: bool = False) -> None:
         now = self.hooks.clock.time()
         grace = self.hooks.reconnect_grace_s
         forfeit = {
@@ -399,11 +411,14 @@ class Room:
             for s, p in enumerate(self.players)
             if p is not None and p.gone_at is not None
         }
+        info = self.info()
+        if starting:
+            info["status"] = "playing"
         frame = frames.encode(
             {
                 "type": "room",
                 "room": self.code,
-                "info": self.info(),
+                "info": info,
                 "rematch": sorted(self.rematch),
                 "forfeit_ms": forfeit,
                 "text": text,

@@ -151,7 +151,14 @@ class Sim:
             "clock_ms": self.clock_ms,
         }
 
-    def joined(self, seat: int, rid: int | str | None) -> bytes:
+    def info_starting(self, starting: bool) -> dict[str, Any]:
+        """The server says ``playing`` in frames sent just before the game they start."""
+        info = self.info()
+        if starting:
+            info["status"] = "playing"
+        return info
+
+    def joined(self, seat: int, rid: int | str | None, starting: bool = False) -> bytes:
         return frames.reply(
             "joined",
             rid,
@@ -159,15 +166,15 @@ class Sim:
             game="stacko",
             role="player",
             seat=seat,
-            info=self.info(),
+            info=self.info_starting(starting),
         )
 
-    def room_frame(self, text: str) -> bytes:
+    def room_frame(self, text: str, starting: bool = False) -> bytes:
         return frames.encode(
             {
                 "type": "room",
                 "room": self.code,
-                "info": self.info(),
+                "info": self.info_starting(starting),
                 "rematch": sorted(self.rematch),
                 "forfeit_ms": {},
                 "text": text,
@@ -242,8 +249,8 @@ def play(seed: int = SEED) -> list[Step]:
         "Bob joins with the room code; the game starts", 1, type="join", room=sim.code, id="b2"
     )
     sim.players[1] = NAMES[1]
-    step.received[1].append(sim.joined(1, "b2"))
-    step.received[0].append(sim.room_frame("seat 1 joined"))
+    step.received[1].append(sim.joined(1, "b2", starting=True))
+    step.received[0].append(sim.room_frame("seat 1 joined", starting=True))
     sim.game = Stacko(sim.options, rng=sim.rng)
     sim.changed(step)  # the answer to join is `joined`; these state frames carry no id
 

@@ -42,6 +42,14 @@ def who(seat: int, viewer: int | None) -> str:
     return "you" if seat == viewer else "opponent"
 
 
+def score_text(scores: Sequence[int], viewer: int | None) -> str:
+    """``"15:10"``: the receiver's own score first (seat order for spectators), as a
+    player reads "you won 15:10"."""
+    if viewer is None:
+        return f"{scores[0]}:{scores[1]}"
+    return f"{scores[viewer]}:{scores[1 - viewer]}"
+
+
 def outcome_text(o: Outcome, viewer: int | None) -> str:
     won = "draw" if o.winner is None else f"{who(o.winner, viewer)} won"
-    return f"game over ({o.termination.value}): {won} {o.scores[0]}:{o.scores[1]}"
+    return f"game over ({o.termination.value}): {won} {score_text(o.scores, viewer)}"

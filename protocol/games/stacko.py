@@ -33,6 +33,7 @@ from protocol.games.common import (
     outcome_text,
     outcome_to_wire,
     pair,
+    score_text,
     who,
 )
 
@@ -280,7 +281,8 @@ def describe(v: StackoView) -> str:
                 if r.finisher is not None
                 else "the turn cap was reached"
             )
-            parts.append(f"round {r.round} over: {how}; scores {r.scores[0]}:{r.scores[1]}")
+            score = score_text(r.scores, v.seat)
+            parts.append(f"round {r.round} over: {how}; scores {score}")
         elif isinstance(e, GameEnded):
             parts.append(outcome_text(e.outcome, v.seat))
     return "; ".join(parts)

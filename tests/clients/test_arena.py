@@ -255,3 +255,18 @@ def test_solitaire_deals() -> None:
 def test_entrant_makes_its_bot() -> None:
     bot = BOTS[2].make(random.Random(1))
     assert bot.name == "strong"
+
+
+def test_missing_arena_extra_is_explained(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After a plain ``pip install .`` the arena says what to install instead of a traceback."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "tqdm" else real(name, *a)
+    )
+    assert main(["--deals", "1", "--solitaire", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "tqdm" in err and "stacko[arena]" in err

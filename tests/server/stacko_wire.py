@@ -660,6 +660,8 @@ class Harness:
         code = await self.create(a, options, game=game, public=public)
         joined = await b.call("join", room=code)
         assert joined["type"] == "joined" and joined["seat"] == 1, joined
+        update = await a.expect("room", room=code)
+        assert update["text"] == "seat 1 joined", update
         self.snap(code)
         seq = self.server.hub.rooms[code].seq
         sa = await a.expect("state", room=code, seq=seq)

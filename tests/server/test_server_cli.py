@@ -41,6 +41,30 @@ def test_help_lists_host_port_and_limits():
         assert flag in out, flag
 
 
+def test_common_mistakes_get_one_line_not_a_traceback():
+    """A taken port, a port out of range, a bad environment value: a message and exit != 0."""
+    import socket
+
+    def run(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "server", *args], cwd=ROOT, env={**_env(), **env},
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = run(["--host", "127.0.0.1", "--port", str(port)])
+    assert busy.returncode == 1 and "Traceback" not in busy.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in busy.stderr
+    out_of_range = run(["--port", "99999"])
+    assert out_of_range.returncode == 2 and "--port must be 0..65535" in out_of_range.stderr
+    bad_env = run(["--host", "127.0.0.1"], STACKO_PORT="abc")
+    assert bad_env.returncode == 2 and "STACKO_PORT='abc'" in bad_env.stderr
+    assert "Traceback" not in out_of_range.stderr + bad_env.stderr
+
+
 async def test_sigterm_closes_clients_with_1001(tmp_path):
     stderr = (tmp_path / "stderr.txt").open("wb")  # the child writes to it
     proc = await asyncio.create_subprocess_exec(

@@ -284,3 +284,32 @@ async def test_server_busy_keeps_the_waiting_player_queued(make_harness):
     assert paired["type"] == "joined"  # with the player who was still waiting
     h.snap(paired["room"])
     assert (await w.expect("joined"))["room"] == paired["room"]
+
+
+async def test_joining_tells_the_creator_and_says_the_game_starts(harness):
+    """PROTOCOL.md "Rooms": the joiner gets joined (status playing: its state follows), the
+    creator a room frame, then both the first state."""
+    a = await harness.client("alice")
+    b = await harness.client("bob")
+    code = await harness.create(a, SMALL)
+    joined = await b.call("join", room=code)
+    assert joined["info"]["status"] == "playing"
+    assert [p["name"] for p in joined["info"]["players"]] == ["alice", "bob"]
+    update = await a.expect("room", room=code)
+    assert update["text"] == "seat 1 joined" and update["info"]["status"] == "playing"
+    harness.snap(code)
+    for c in (a, b):
+        state = await c.expect("state", room=code)
+        assert state["view"]["ply"] == 0
+
+
+async def test_quick_match_joined_lists_both_players(harness):
+    a = await harness.client("alice")
+    b = await harness.client("bob")
+    assert (await a.call("quick_match", game="stacko"))["type"] == "queued"
+    second = await b.call("quick_match", game="stacko")
+    first = await a.expect("joined")
+    for frame in (first, second):
+        assert frame["info"]["status"] == "playing"
+        assert [p["name"] for p in frame["info"]["players"]] == ["alice", "bob"]
+    harness.snap(first["room"])

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import fnmatch
 import http.client
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from server.static import CONTENT_TYPES, StaticFiles, default_root
+
+ROOT = Path(__file__).resolve().parents[2]
 
 WEB = Path(__file__).resolve().parents[2] / "clients" / "web"
 
@@ -137,3 +141,15 @@ def test_the_package_ships_every_client_file() -> None:
         if path.is_file():
             assert path.suffix in CONTENT_TYPES, path
     assert {"index.html", "app.js", "style.css"} <= StaticFiles(WEB).names
+
+
+def test_every_web_file_ships_in_the_package() -> None:
+    """``pip install .`` (not editable) copies only declared package data: a web file no
+    pattern matches would be missing from the installed server (a 404 at ``/``)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = config["tool"]["setuptools"]["package-data"]["clients"]
+    web = ROOT / "clients" / "web"
+    files = [p.relative_to(ROOT / "clients").as_posix() for p in web.rglob("*") if p.is_file()]
+    assert "web/index.html" in files
+    missing = [f for f in files if not any(fnmatch.fnmatchcase(f, pat) for pat in patterns)]
+    assert not missing, f"not in [tool.setuptools.package-data] clients: {missing}"
