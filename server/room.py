@@ -98,11 +98,13 @@ class Room:
             return "waiting"
         return "finished" if self.game.outcome() is not None else "playing"
 
-    def info(self) -> dict[str, Any]:
+    def info(self, *, starting: bool = False) -> dict[str, Any]:
+        """``starting``: the game starts right after the frame this goes in (its ``state``
+        follows), so the status already says ``playing``."""
         return {
             "room": self.code,
             "game": self.spec.name,
-            "status": self.status,
+            "status": "playing" if starting else self.status,
             "public": self.public,
             "players": [
                 {"seat": s, "name": p.name, "connected": p.connected, "bot": p.bot_level}
@@ -146,15 +148,10 @@ class Room:
     def joined_frame(
         self, seat: int | None, request_id: frames.RequestId, *, starting: bool = False
     ) -> bytes:
-        """``starting``: the game starts right after this frame (its ``state`` follows), so
-        the room info already says ``playing``."""
         role = "spectator" if seat is None else "player"
-        info = self.info()
-        if starting:
-            info["status"] = "playing"
         return frames.reply(
             "joined", request_id, room=self.code, game=self.spec.name, role=role, seat=seat,
-            info=info,
+            info=self.info(starting=starting),
         )  # fmt: skip
 
     def leave(self, seat: int) -> None:
@@ -411,14 +408,11 @@ class Room:
             for s, p in enumerate(self.players)
             if p is not None and p.gone_at is not None
         }
-        info = self.info()
-        if starting:
-            info["status"] = "playing"
         frame = frames.encode(
             {
                 "type": "room",
                 "room": self.code,
-                "info": info,
+                "info": self.info(starting=starting),
                 "rematch": sorted(self.rematch),
                 "forfeit_ms": forfeit,
                 "text": text,

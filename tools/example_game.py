@@ -135,11 +135,12 @@ class Sim:
             return "waiting"
         return "finished" if self.game.outcome() is not None else "playing"
 
-    def info(self) -> dict[str, Any]:
+    def info(self, starting: bool = False) -> dict[str, Any]:
+        """``starting``: sent right before the game it completes starts (says ``playing``)."""
         return {
             "room": self.code,
             "game": "stacko",
-            "status": self.status(),
+            "status": "playing" if starting else self.status(),
             "public": False,
             "players": [
                 {"seat": s, "name": name, "connected": True, "bot": None}
@@ -151,13 +152,6 @@ class Sim:
             "clock_ms": self.clock_ms,
         }
 
-    def info_starting(self, starting: bool) -> dict[str, Any]:
-        """The server says ``playing`` in frames sent just before the game they start."""
-        info = self.info()
-        if starting:
-            info["status"] = "playing"
-        return info
-
     def joined(self, seat: int, rid: int | str | None, starting: bool = False) -> bytes:
         return frames.reply(
             "joined",
@@ -166,7 +160,7 @@ class Sim:
             game="stacko",
             role="player",
             seat=seat,
-            info=self.info_starting(starting),
+            info=self.info(starting),
         )
 
     def room_frame(self, text: str, starting: bool = False) -> bytes:
@@ -174,7 +168,7 @@ class Sim:
             {
                 "type": "room",
                 "room": self.code,
-                "info": self.info_starting(starting),
+                "info": self.info(starting),
                 "rematch": sorted(self.rematch),
                 "forfeit_ms": {},
                 "text": text,

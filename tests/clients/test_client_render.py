@@ -6,30 +6,31 @@ import random
 import re
 from typing import Any
 
+import orjson
 import pytest
 
 from clients.cli import Command, parse_args, parse_command, parse_option, summary
 from clients.render import BAR_WIDTH, HIDDEN, SEEN, bar, brick_count, describe_result, render_state
 from engine.outcome import Termination
 from engine.stacko import Stacko, StackoOptions
-from protocol.games.stacko import describe, legal_to_wire, view_to_wire
+from engine.stakko import Stakko
+from protocol import frames
+from protocol.games import CODECS
 from protocol.messages import SERVER
 
 
-def frame_for(game: Stacko, seat: int | None, clock_ms: int | None = 12_000) -> dict[str, Any]:
-    """A state frame as the server builds it, validated against the protocol model."""
-    v = game.view(seat)
-    frame = {
-        "type": "state",
-        "room": "ABC234",
-        "seq": game.ply + 1,
-        "view": view_to_wire(v),
-        "text": describe(v),
-        "legal": legal_to_wire(v),
-        "deadline_ms": None if clock_ms is None else 1_700_000_000_000 + clock_ms,
-        "clock_ms": clock_ms,
-        "id": None,
-    }
+def frame_for(
+    game: Any, seat: int | None, clock_ms: int | None = 12_000, *, room: str = "ABC234"
+) -> dict[str, Any]:
+    """A state frame as the server builds it (``protocol.frames.state``), for a Stacko or
+    Stakko game, validated against the protocol model."""
+    codec = CODECS["stakko" if isinstance(game, Stakko) else "stacko"]
+    deadline = None if clock_ms is None else 1_700_000_000_000 + clock_ms
+    raw = frames.state(
+        codec, game.view(seat), room=room, seq=game.ply + 1, deadline_ms=deadline,
+        clock_ms=clock_ms,
+    )  # fmt: skip
+    frame: dict[str, Any] = orjson.loads(raw)
     SERVER.validate_python(frame)
     return frame
 

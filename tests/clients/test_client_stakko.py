@@ -19,6 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from test_client_e2e import FAST, RESULT, Keyboard, check_pair, last_line, spawn, wait_for_line
+from test_client_render import frame_for as render_frame_for
 
 from clients.cli import Command, amain, commands_text, parse_args, parse_command, stakko_refusal
 from clients.render import (
@@ -30,8 +31,6 @@ from clients.render import (
 )
 from engine.outcome import Termination
 from engine.stakko import Stakko, StakkoOptions, move
-from protocol.games.stakko import describe, legal_to_wire, view_to_wire
-from protocol.messages import SERVER
 from server.app import Server
 from server.config import ServerConfig
 
@@ -42,20 +41,7 @@ LETTER = {"white": "W", "black": "B", "gray": "G", "red": "R"}
 
 def frame_for(game: Stakko, seat: int | None, clock_ms: int | None = None) -> dict[str, Any]:
     """A state frame as the server builds it, validated against the protocol model."""
-    v = game.view(seat)
-    frame = {
-        "type": "state",
-        "room": "Q4TZ8M",
-        "seq": game.ply + 1,
-        "view": view_to_wire(v),
-        "text": describe(v),
-        "legal": legal_to_wire(v),
-        "deadline_ms": None if clock_ms is None else 1_700_000_000_000 + clock_ms,
-        "clock_ms": clock_ms,
-        "id": None,
-    }
-    SERVER.validate_python(frame)
-    return frame
+    return render_frame_for(game, seat, clock_ms, room="Q4TZ8M")
 
 
 def stack_rows(text: str) -> list[tuple[int, int, str, str, str]]:
