@@ -84,39 +84,33 @@ def view(state: Stacko, seat: int | None) -> StackoView:
     """Exactly what ``seat`` may know now (``None``: a spectator). See the module docstring."""
     if seat is not None and seat not in (0, 1):
         raise ValueError(f"no seat {seat}")
+    # The hot path of every state frame (twice per move): list comprehensions and plain
+    # branches, no generators.
     towers = state.towers
     seen = (tuple(state.seen[0]), tuple(state.seen[1]))
     outcome = state._outcome
     reveal_all = outcome is not None and outcome.termination is Termination.COMPLETED
-    shown: list[Tower] = []
-    for s in (0, 1):
-        if s == seat or reveal_all:
-            shown.append(tuple(towers[s]))
-        else:
-            shown.append(tuple(b if v else None for b, v in zip(towers[s], seen[s], strict=True)))
-    holding = state.drawn is not None and state.phase is Phase.DRAWN
-    events: tuple[Event, ...] = tuple(
-        Drew(e.seat, None) if type(e) is Drew and e.seat != seat else e for e in state.events
+    t0: Tower = (
+        tuple(towers[0])
+        if seat == 0 or reveal_all
+        else tuple([b if v else None for b, v in zip(towers[0], seen[0], strict=True)])
+    )
+    t1: Tower = (
+        tuple(towers[1])
+        if seat == 1 or reveal_all
+        else tuple([b if v else None for b, v in zip(towers[1], seen[1], strict=True)])
+    )
+    phase = state.phase
+    holding = state.drawn is not None and phase is Phase.DRAWN
+    events = tuple(
+        [Drew(e.seat, None) if type(e) is Drew and e.seat != seat else e for e in state.events]
     )
     return StackoView(
-        seat=seat,
-        options=state.options,
-        phase=state.phase,
-        to_move=state.to_move,
-        ply=state.ply,
-        round=state.round,
-        turns=state.turns,
-        towers=(shown[0], shown[1]),
-        seen=seen,
-        discard=tuple(state.discard),
-        stack_size=len(state.stack),
-        drawn=state.drawn if holding and seat == state._to_move else None,
-        holding=holding,
-        totals=(state.totals[0], state.totals[1]),
-        results=tuple(state.results),
-        events=events,
-        outcome=outcome,
-    )
+        seat, state.options, phase, state.to_move, state.ply, state.round, state.turns,
+        (t0, t1), seen, tuple(state.discard), len(state.stack),
+        state.drawn if holding and seat == state._to_move else None,
+        holding, (state.totals[0], state.totals[1]), tuple(state.results), events, outcome,
+    )  # fmt: skip
 
 
 def unseen_bricks(v: StackoView) -> list[int]:

@@ -72,7 +72,7 @@ def state(
             "seq": seq,
             "view": codec.view_to_wire(view),
             "text": text,
-            "legal": codec.legal_to_wire(view),
+            "legal": (codec.legal_json or codec.legal_to_wire)(view),
             "deadline_ms": deadline_ms,
             "clock_ms": clock_ms,
             "id": id,

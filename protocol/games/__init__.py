@@ -32,6 +32,9 @@ class GameCodec:
     view_from_wire: Callable[[Any, Any], Any]
     """A frame's ``view`` (and the room's engine options) -> the engine view it was built
     from: what a client or bot that reasons with the engine rebuilds."""
+    legal_json: Callable[[Any], Any] | None = None
+    """``legal_to_wire`` in any form ``orjson`` encodes to the same JSON (a cached
+    ``orjson.Fragment``, say); the state frame uses it when a game has one."""
 
 
 CODECS: dict[str, GameCodec] = {
@@ -39,6 +42,7 @@ CODECS: dict[str, GameCodec] = {
         "stacko", stacko.StackoOptionsModel, stacko.StackoMove, stacko.options_from_wire,
         stacko.options_to_wire, stacko.move_from_wire, stacko.move_to_wire,
         stacko.view_to_wire, stacko.legal_to_wire, stacko.describe, stacko.view_from_wire,
+        stacko.legal_json,
     ),
     "stakko": GameCodec(
         "stakko", stakko.StakkoOptionsModel, stakko.StakkoMoveModel, stakko.options_from_wire,
