@@ -68,7 +68,9 @@ def server_view(pages: list[str]) -> dict[str, Any]:
     total: dict[str, float] = {}
     for page in pages:
         for key, value in parse_prometheus(page).items():
-            total[key] = total.get(key, 0.0) + value
+            # summed over servers, but a maximum stays a maximum
+            merge = max if key.endswith("_max_seconds") else float.__add__
+            total[key] = merge(total.get(key, 0.0), value)
     out: dict[str, Any] = {}
     for key, value in total.items():
         if key.startswith("stacko_") and "_bucket" not in key and "_created" not in key:

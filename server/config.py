@@ -31,8 +31,8 @@ class ServerConfig:
     log_level: str = "INFO"
     loop: str = "asyncio"
     """Event loop: ``asyncio`` or ``uvloop`` (needs ``pip install uvloop``)."""
-    gc_freeze: bool = True
-    """Keep long-lived objects out of repeated full garbage collections (``server.__main__``)."""
+    gc_interval_s: float = 0.25
+    """Seconds between paced garbage collections (``server.gcpacer``); 0: CPython's own."""
 
     @property
     def hard_frame_bytes(self) -> int:
@@ -56,7 +56,7 @@ _HELP = {
     "compression": "enable permessage-deflate",
     "log_level": "DEBUG, INFO, WARNING or ERROR",
     "loop": "event loop: asyncio, or uvloop if installed (pip install uvloop)",
-    "gc_freeze": "freeze objects that survive a full garbage collection (shorter GC pauses)",
+    "gc_interval_s": "seconds between paced garbage collections (short pauses); 0: Python's own",
 }
 
 

@@ -15,6 +15,11 @@ servers in one process (tests) never share or clash.
     stacko_errors_total{code}               counter: error frames sent, by error code
     stacko_move_processing_seconds          histogram: a move frame's receipt to its last
                                             state frame queued (server-side, perf_counter)
+    stacko_gc_pauses_total{walk}            counter: paced garbage collections
+                                            (``server.gcpacer``); walk="full" when the
+                                            frozen objects were walked too, else "new"
+    stacko_gc_pause_seconds_total{walk}     counter: time the loop spent in them
+    stacko_gc_pause_max_seconds             gauge: the longest one
 """
 
 from __future__ import annotations
@@ -58,8 +63,9 @@ class Metrics:
     """Counters bumped by the server; read out by ``render`` for ``/metrics``."""
 
     __slots__ = (
-        "_connections", "_rooms", "_sessions", "errors", "frames_in", "frames_out",
-        "move_buckets", "move_count", "move_sum", "moves_applied", "registry",
+        "_connections", "_rooms", "_sessions", "errors", "frames_in", "frames_out", "gc_count",
+        "gc_max", "gc_sum", "move_buckets", "move_count", "move_sum", "moves_applied",
+        "registry",
     )  # fmt: skip
 
     def __init__(
@@ -79,6 +85,9 @@ class Metrics:
         self.move_buckets = [0] * (len(MOVE_BUCKETS) + 1)
         self.move_count = 0
         self.move_sum = 0.0
+        self.gc_count = {"new": 0, "full": 0}
+        self.gc_sum = {"new": 0.0, "full": 0.0}
+        self.gc_max = 0.0
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Collector(self))
 
@@ -96,6 +105,13 @@ class Metrics:
         self.move_count += 1
         self.move_sum += seconds
         self.move_buckets[bisect_left(MOVE_BUCKETS, seconds)] += 1
+
+    def gc_paused(self, seconds: float, full: bool) -> None:
+        """One paced garbage collection (``server.gcpacer.GcPacer``'s ``on_pause``)."""
+        walk = "full" if full else "new"
+        self.gc_count[walk] += 1
+        self.gc_sum[walk] += seconds
+        self.gc_max = max(self.gc_max, seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -146,4 +162,21 @@ class _Collector:
             "Server-side move processing: the move frame received to its last state frame "
             "queued.",
             buckets=buckets, sum_value=m.move_sum,
+        )  # fmt: skip
+        pauses = CounterMetricFamily(
+            "stacko_gc_pauses", "Paced garbage collections, by what they walked.",
+            labels=["walk"],
+        )  # fmt: skip
+        spent = CounterMetricFamily(
+            "stacko_gc_pause_seconds", "Time spent in paced garbage collections.",
+            labels=["walk"],
+        )  # fmt: skip
+        for walk in ("new", "full"):
+            pauses.add_metric([walk], m.gc_count[walk])
+            spent.add_metric([walk], m.gc_sum[walk])
+        yield pauses
+        yield spent
+        yield GaugeMetricFamily(
+            "stacko_gc_pause_max_seconds", "The longest paced garbage collection.",
+            value=m.gc_max,
         )  # fmt: skip
