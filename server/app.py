@@ -22,11 +22,13 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.http11 import Request, Response
 
 from server import static
+from server.batch import WriteBatch
 from server.clock import Clock, SystemClock
 from server.config import ServerConfig
 from server.connection import CLOSE_GOING_AWAY, Connection
 from server.hub import BotFactory, Hub
 from server.metrics import CONTENT_TYPE, Metrics
+from server.wsconn import DirectServerConnection
 
 log = logging.getLogger("stacko.server")
 
@@ -62,6 +64,7 @@ class Server:
             bots=levels, bot_factory=factory,
         )  # fmt: skip
         self.connections: set[Connection] = set()
+        self.batch = WriteBatch()
         self.metrics = Metrics(
             connections=lambda: len(self.connections),
             rooms=lambda: (room.status for room in self.hub.rooms.values()),
@@ -86,7 +89,7 @@ class Server:
             ping_interval=cfg.ping_interval_s, ping_timeout=cfg.ping_timeout_s,
             max_queue=16, write_limit=32_768,
             process_request=self._http,
-            server_header="stacko",
+            server_header="stacko", create_connection=DirectServerConnection,
         )  # fmt: skip
         self.port = self._ws.sockets[0].getsockname()[1] if self._ws.sockets else cfg.port
         log.info("stacko server listening on %s", self.url)
@@ -116,7 +119,7 @@ class Server:
         await self.shutdown()
 
     async def _handle(self, ws: ServerConnection) -> None:
-        conn = Connection(ws, self.hub, self.config, self.clock, self.metrics)
+        conn = Connection(ws, self.hub, self.config, self.clock, self.metrics, self.batch)
         self.connections.add(conn)
         try:
             await conn.run()

@@ -20,10 +20,12 @@ from websockets.protocol import State
 
 from protocol import frames, messages
 from protocol.errors import ErrorCode, ProtocolError
+from server.batch import WriteBatch
 from server.clock import Clock
 from server.config import ServerConfig
 from server.hub import Hub, Session
 from server.metrics import Metrics
+from server.wsconn import DirectServerConnection
 
 log = logging.getLogger("stacko.connection")
 
@@ -43,8 +45,10 @@ class Connection:
         config: ServerConfig,
         clock: Clock,
         metrics: Metrics | None = None,
+        batch: WriteBatch | None = None,
     ) -> None:
         self.ws = ws
+        self.batch = batch if batch is not None else WriteBatch()
         self.hub = hub
         self.config = config
         self.clock = clock
@@ -57,6 +61,7 @@ class Connection:
         self.session: Session | None = None
         self.outbox: collections.deque[bytes] = collections.deque()
         self._wake = asyncio.Event()
+        self._closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._closing: tuple[int, str] | None = None
         self._tokens = float(config.burst)
         self._refilled = clock.time()
@@ -85,9 +90,9 @@ class Connection:
 
     def _write_now(self, frame: bytes) -> bool:
         """The fast path: with nothing queued and the socket keeping up (its write buffer under
-        the high-water mark), write the frame at once, as ``websockets.broadcast`` does, with
-        no task switch. Otherwise the writer task sends it from the outbox, waiting for the
-        socket to drain."""
+        the high-water mark), write the frame without a task switch, as
+        ``websockets.broadcast`` does, through the server's ``WriteBatch``. Otherwise the
+        writer task sends it from the outbox, waiting for the socket to drain."""
         ws = self.ws
         transport = getattr(ws, "transport", None)
         if (
@@ -98,7 +103,8 @@ class Connection:
             return False
         try:
             ws.protocol.send_text(frame)
-            ws.send_data()
+            for data in ws.protocol.data_to_send():
+                self.batch.write(transport, data)
         except Exception:  # the connection is going away; its reader will see it
             log.debug("direct write failed", exc_info=True)
         return True
@@ -108,6 +114,8 @@ class Connection:
         if self._closing is None:
             self._closing = (code, reason)
             self._wake.set()
+            if not self._closed.done():
+                self._closed.set_result(None)
 
     def _abort(self) -> None:
         transport = getattr(self.ws, "transport", None)
@@ -157,17 +165,35 @@ class Connection:
             return
 
     async def _read(self) -> None:
+        """Frames arrive through ``on_message`` (``DirectServerConnection``); this task waits
+        for the rare message that takes websockets' queue, for the connection's end, or for
+        ``close``, whichever comes first."""
         ws = self.ws
+        loop = asyncio.get_running_loop()
+        hello = loop.call_later(self.config.hello_timeout_s, self._hello_overdue)
+        direct = ws if isinstance(ws, DirectServerConnection) else None
+        if direct is not None:
+            direct.on_message = self._on_frame
         try:
-            async with asyncio.timeout(self.config.hello_timeout_s):
-                while self.session is None and self._closing is None:
-                    self._on_frame(await ws.recv())
-        except TimeoutError:
+            while self._closing is None:
+                recv = asyncio.ensure_future(ws.recv())
+                await asyncio.wait((recv, self._closed), return_when=asyncio.FIRST_COMPLETED)
+                if not recv.done():
+                    recv.cancel()  # safe: websockets' recv() loses nothing when cancelled
+                    return
+                self._on_frame(recv.result())
+        finally:
+            hello.cancel()
+            if direct is not None:
+                direct.on_message = None
+
+    def _hello_overdue(self) -> None:
+        if self.session is None and self._closing is None:
             self.fail(ErrorCode.IDLE_TIMEOUT, f"no hello within {self.config.hello_timeout_s} s")
-        while self._closing is None:
-            self._on_frame(await ws.recv())
 
     def _on_frame(self, data: str | bytes) -> None:
+        if self._closing is not None:
+            return  # after a fatal error or a close, nothing more is handled
         started = time.perf_counter()
         if self.metrics is not None:
             self.metrics.frames_in += 1

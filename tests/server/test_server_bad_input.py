@@ -200,6 +200,18 @@ async def case_fragmented_message(h, game, c):
     assert pong["id"] == 42
 
 
+async def case_fragments_then_whole_in_one_write(h, game, c):
+    """A fragmented message and a whole one in the same TCP write: answered in that order
+    (the fragmented one takes websockets' queue; the whole one must not overtake it)."""
+    proto = c.ws.protocol
+    proto.send_text(b'{"type": "ping", ', fin=False)
+    proto.send_continuation(b'"id": 43}', fin=True)
+    proto.send_text(b'{"type": "ping", "id": 44}')
+    proto.send_text(b'{"type": "ping", "id": 45}')
+    c.ws.send_data()
+    assert [(await c.expect("pong"))["id"] for _ in range(3)] == [43, 44, 45]
+
+
 async def case_invalid_utf8(h, game, c):
     """A text frame that is not UTF-8 breaks the WebSocket protocol: close 1007."""
     from websockets.frames import Frame, Opcode
