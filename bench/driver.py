@@ -1,9 +1,11 @@
 """The load engine behind ``loadgen.py`` and ``echo.py``: units of load spread over workers.
 
-A *unit* is either an echo connection (``EchoUnit``: send a move-sized frame, time the echo)
-or a match (``MatchUnit``: two connections play Stacko through the real protocol: hello,
+A *unit* is an echo connection (``EchoUnit``: send a move-sized frame, time the echo), a
+relay pair (``RelayUnit``: the game's frame pattern with no game behind it: a move-sized frame
+in from one of two connections, a state-sized frame out to each, the opponent first) or a
+match (``MatchUnit``: two connections play Stacko through the real protocol: hello,
 create_room with options, join, random legal moves with the current ply, rematch when a game
-ends). Both use ``wsclient.LeanClient`` and run as callbacks on one event loop: a worker
+ends). All use ``wsclient.LeanClient`` and run as callbacks on one event loop: a worker
 process holds thousands of connections without a task per connection.
 
 Pace: 0 = as fast as possible (each unit has one request in flight: a closed loop), or one
@@ -44,10 +46,14 @@ ECHO_PAYLOAD = orjson.dumps(
 )  # fmt: skip
 """What the echo units send: the size and shape of a move frame."""
 
+RELAY_FRAME = orjson.dumps({"type": "state", "room": "ABCDEF", "pad": "x" * 900})
+"""What the relay server sends to both connections of a pair: the size of a state frame
+(900-1,000 bytes in a Stacko game)."""
+
 
 @dataclass
 class Spec:
-    kind: str  # "match" or "echo"
+    kind: str  # "match", "echo" or "relay"
     urls: list[str]
     units: list[int]
     """Global unit indices this worker runs (unit i talks to urls[i % len(urls)])."""
@@ -115,7 +121,7 @@ class Worker:
 
     async def setup(self) -> None:
         sem = asyncio.Semaphore(self.spec.connect_concurrency)
-        cls = MatchUnit if self.spec.kind == "match" else EchoUnit
+        cls = {"match": MatchUnit, "echo": EchoUnit, "relay": RelayUnit}[self.spec.kind]
         self.units = [
             cls(self, i, self.spec.urls[i % len(self.spec.urls)]) for i in self.spec.units
         ]
@@ -257,6 +263,85 @@ class Player:
         self.client: LeanClient | None = None
         self.turn: tuple[int, list[Any]] | None = None
         """(ply, legal) while it is this player's turn and no move was sent yet."""
+
+
+class RelayUnit:
+    """Two connections to the relay server (``bench/echo.py``, path ``/relay``), taking turns
+    like two players: the mover sends a move-sized frame, the server sends a state-sized
+    frame to the opponent and then to the mover, and when both have it the other side moves.
+    The game's frame pattern and timing with no parsing, rules or views: the ceiling a game
+    server on this transport can reach."""
+
+    __slots__ = ("a", "b", "due", "got", "idx", "is_ready", "mover", "ready", "t0", "url", "w")
+
+    def __init__(self, w: Worker, idx: int, url: str) -> None:
+        self.w, self.idx, self.url = w, idx, url.rstrip("/") + "/relay"
+        self.ready: asyncio.Future[None] = w.loop.create_future()
+        self.is_ready = False
+        self.a: LeanClient | None = None
+        self.b: LeanClient | None = None
+        self.mover: LeanClient | None = None
+        self.got = [0, 0]
+        """Frames each side still waits for: [a, b]; while a side waits, it cannot move."""
+        self.t0 = 0.0
+        self.due = 0.0
+
+    async def connect(self) -> None:
+        key = f"pair:{os.getpid()}:{self.idx}".encode()
+        self.a = await connect(self.url, self.on_message, self.w.on_lost)
+        self.b = await connect(self.url, self.on_message, self.w.on_lost)
+        self.w.clients += [self.a, self.b]
+        self.got = [1, 1]  # each waits for "paired"
+        self.a.send(key)
+        self.b.send(key)
+
+    def start(self, now: float) -> None:
+        pace = self.w.spec.pace
+        self.due = now + (self.w.rng.uniform(0, pace) if pace > 0 else 0.0)
+        self.mover = self.a
+        self.schedule()
+
+    def schedule(self) -> None:
+        delay = self.due - perf()
+        if delay <= 0:
+            self.move()
+        else:
+            self.w.loop.call_later(delay, self.move)
+
+    def move(self) -> None:
+        w = self.w
+        if not w.running or self.mover is None:
+            return
+        self.got = [1, 1]
+        self.t0 = perf()
+        if w.spec.pace > 0:
+            self.due = self.t0 + w.spec.pace
+        w.stats.sent += 1
+        self.mover.send(ECHO_PAYLOAD)
+
+    def on_message(self, client: LeanClient, payload: bytes) -> None:
+        now = perf()
+        side = 0 if client is self.a else 1
+        if self.got[side] <= 0:
+            return
+        self.got[side] = 0
+        if not self.is_ready:
+            if self.got == [0, 0]:
+                self.is_ready = True
+                self.ready.set_result(None)
+            return
+        w = self.w
+        counted = self.t0 >= w.stats.window_start
+        if client is not self.mover and counted:
+            w.stats.lat.append(now - self.t0)
+            w.stats.lat_t.append(self.t0)
+        if self.got == [0, 0]:
+            if counted:
+                w.stats.own.append(now - self.t0)  # the last of the two: usually the mover's
+                w.stats.moves += 1
+            self.mover = self.b if self.mover is self.a else self.a
+            if w.running:
+                self.schedule()
 
 
 class MatchUnit:

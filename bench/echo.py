@@ -12,6 +12,13 @@ of the WebSocket library and the event loop, which the game server pays too. Eve
 - saturation: N connections, each with one move-sized frame in flight (closed loop):
   round trips per second;
 - light load: N connections, one frame every T seconds each: round-trip p50/p95/p99/max.
+
+The same server also answers on ``/relay`` (``measure(kind="relay")``): pairs of connections
+take turns like two players, and each frame in sends one state-sized frame to the other side
+and one to the sender, exactly the frames a game server sends per move, with no parsing,
+rules or views. Its moves/s and move-to-opponent latency are the ceiling of a game server on
+this transport, in the same run: how far the game server is from it is what the game's own
+work costs.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ if __package__ in (None, ""):  # run as a script: the repo, not bench/, goes on 
     sys.path[0:1] = [str(Path(__file__).resolve().parent.parent)]
 
 from bench import driver
+from bench.driver import RELAY_FRAME
 from bench.wsclient import (
     proc_cpu,
     proc_status,
@@ -56,10 +64,35 @@ def transport_settings() -> dict[str, Any]:
 
 
 async def serve(host: str, port: int) -> None:
-    from websockets.asyncio.server import ServerConnection, serve
+    from websockets.asyncio.server import ServerConnection, broadcast, serve
     from websockets.exceptions import ConnectionClosed
 
+    waiting: dict[str, ServerConnection] = {}
+
+    async def relay(ws: ServerConnection) -> None:
+        """``/relay``: the game's frame pattern without the game. The first frame names a
+        pair; then every frame from either side sends a state-sized frame to the other side
+        and then to the sender, as the game server sends a move's two state frames."""
+        key = str(await ws.recv())
+        partner = waiting.pop(key, None)
+        if partner is None:
+            waiting[key] = ws
+            await ws.wait_closed()
+            return
+        for side in (ws, partner):
+            await side.send(b'{"type":"paired"}', text=True)
+        await asyncio.gather(pump(ws, partner), pump(partner, ws))
+
+    async def pump(ws: ServerConnection, other: ServerConnection) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            async for _ in ws:
+                broadcast([other], RELAY_FRAME)
+                broadcast([ws], RELAY_FRAME)
+
     async def echo(ws: ServerConnection) -> None:
+        if ws.request is not None and ws.request.path == "/relay":
+            await relay(ws)
+            return
         with contextlib.suppress(ConnectionClosed):
             async for message in ws:
                 await ws.send(message)
@@ -84,6 +117,7 @@ def start_echo(loop: str | None = None) -> tuple[Any, str]:
 async def measure(
     *,
     conns: int,
+    kind: str = "echo",
     pace: float,
     duration: float,
     warmup: float = 1.0,
@@ -92,7 +126,10 @@ async def measure(
     loop: str | None = None,
     quiet: bool = False,
 ) -> dict[str, Any]:
-    """Start ``servers`` echo servers, load them, stop them; the figures as a dict."""
+    """Start ``servers`` echo servers, load them, stop them; the figures as a dict.
+
+    ``kind="relay"``: ``conns`` pairs of connections play the relay (``round_trips`` then
+    counts moves, and ``latency`` is move to opponent)."""
     started = [start_echo(loop) for _ in range(servers)]
     urls = [url for _, url in started]
     pids = [p.pid for p, _ in started]
@@ -104,7 +141,7 @@ async def measure(
             cpu["t"] = time.perf_counter()
         elif not quiet:
             progress(
-                f"[echo {t:5.1f}s] conns {snap['conns']} round trips {snap['moves']} "
+                f"[{kind} {t:5.1f}s] conns {snap['conns']} round trips {snap['moves']} "
                 f"errors {snap['errors']} disconnects {snap['disconnects']}"
             )
 
@@ -115,7 +152,7 @@ async def measure(
 
     try:
         res = await driver.run(
-            "echo", urls, conns, procs=procs, pace=pace, duration=duration, warmup=warmup,
+            kind, urls, conns, procs=procs, pace=pace, duration=duration, warmup=warmup,
             on_progress=on_progress, before_close=before_close,
         )  # fmt: skip
     finally:
@@ -124,6 +161,7 @@ async def measure(
     s = res.summary
     window = s["window_s"]
     return {
+        "kind": kind,
         "conns": conns,
         "servers": servers,
         "pace_s": pace,
@@ -132,6 +170,7 @@ async def measure(
         "round_trips": s["moves"],
         "round_trips_per_s": round(s["moves"] / window, 1),
         "latency": driver.latency_summary(res.lat),
+        "latency_own": driver.latency_summary(res.own) if kind == "relay" else None,
         "errors": s["errors"],
         "disconnects": s["disconnects"],
         "setup_failures": s["setup_failures"],
@@ -184,7 +223,19 @@ def main(argv: list[str] | None = None) -> int:
             conns=args.light_conns, pace=args.light_pace, duration=args.light_duration,
             warmup=0.0, procs=args.procs, servers=args.servers, loop=loop,
         )  # fmt: skip
-        return {"saturation": sat, "light": light, "nofile": limits}
+        relay_sat = await measure(
+            conns=args.conns, kind="relay", pace=0, duration=args.duration, procs=args.procs,
+            servers=args.servers, loop=loop,
+        )  # fmt: skip
+        relay_light = await measure(
+            conns=args.light_conns, kind="relay", pace=args.light_pace,
+            duration=args.light_duration, warmup=0.0, procs=args.procs, servers=args.servers,
+            loop=loop,
+        )  # fmt: skip
+        return {
+            "saturation": sat, "light": light, "relay_saturation": relay_sat,
+            "relay_light": relay_light, "nofile": limits,
+        }  # fmt: skip
 
     print(json.dumps(asyncio.run(both()), indent=2))
     return 0

@@ -16,8 +16,9 @@ and games completed, moves/s, move-to-opponent latency p50/p95/p99/max (perf_cou
 sending a move to the OPPONENT's connection receiving the resulting state frame; both are in
 the same process), the mover's own round trip, errors by code, disconnects, the server's RSS
 (idle, loaded, peak) and RSS per connection, the server's and the client's CPU use, the
-server's own view from ``/metrics``, and the same figures for the echo baseline measured in
-this run with the same client code, as ratios (``--no-baseline`` to skip it).
+server's own view from ``/metrics``, and the same figures for the echo baseline and the relay
+ceiling (``bench/echo.py``: the game's frame pattern with no game) measured in this run with
+the same client code, as ratios (``--no-baseline`` to skip both).
 
 Without ``--url`` the tool starts ``--servers`` server processes itself (rate limits lifted,
 file limit raised) and stops them at the end; with ``--url`` (repeatable) give
@@ -110,6 +111,13 @@ async def run_load(args: argparse.Namespace) -> dict[str, Any]:
             conns=args.matches, pace=args.pace, duration=args.baseline_duration,
             warmup=min(args.warmup, args.baseline_duration / 4), procs=args.procs,
             servers=len(args.url) or args.servers, loop=loop, quiet=args.quiet,
+        )  # fmt: skip
+        progress("relay ceiling (the game's frames, no game) ...")
+        result["relay"] = await echo.measure(
+            conns=args.matches, kind="relay", pace=args.pace,
+            duration=args.baseline_duration, warmup=min(args.warmup, args.baseline_duration / 4),
+            procs=args.procs, servers=len(args.url) or args.servers, loop=loop,
+            quiet=args.quiet,
         )  # fmt: skip
 
     started = []
@@ -214,10 +222,15 @@ async def run_load(args: argparse.Namespace) -> dict[str, Any]:
         result["timeline"] = driver.timeline(res.lat, res.lat_t)
     if "echo" in result:
         result["vs_echo"] = ratios(result, result["echo"])
+    if "relay" in result:
+        result["vs_relay"] = ratios(result, result["relay"])
     return result
 
 
 def ratios(game: dict[str, Any], echo_res: dict[str, Any]) -> dict[str, Any]:
+    """The game's figures over a baseline's (``echo`` or ``relay``; a relay "round trip" is
+    one move: a frame in, two out)."""
+
     def div(a: float | None, b: float | None) -> float | None:
         return round(a / b, 3) if a is not None and b else None
 

@@ -7,9 +7,10 @@
 Steps (each a subprocess or the same code as the single tools):
 
 1. engine: ``python bench/engine.py`` (moves/views/resamples per CPU-second), if present;
-2. saturation, ``--runs`` times: echo round trips/s with N connections in a closed loop, then
-   moves/s with N matches at pace 0 (1 frame in, 2 state frames out per move); medians;
-3. light load, ``--runs`` times: echo and 100 matches at one move every 2 s per match:
+2. saturation, ``--runs`` times: echo round trips/s with N connections in a closed loop, the
+   relay ceiling (N pairs: the game's 1 frame in, 2 frames out, with no game), then moves/s
+   with N matches at pace 0 (1 frame in, 2 state frames out per move); medians;
+3. light load, ``--runs`` times: echo, relay and 100 matches at one move every 2 s per match:
    move-to-opponent p50/p99 against echo p50/p99; medians;
 4. scale: 10,000 matches (20,000 connections) at one move per match every 2 s (quick: 2,000
    matches): p99, errors, RSS per connection. One process cannot hold 20,000 sockets where
@@ -99,11 +100,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     for i in range(runs):
         e = await echo.measure(conns=sat_m, pace=0, duration=sat_d, warmup=1, loop=loop,
                                quiet=True)  # fmt: skip
+        rl = await echo.measure(conns=sat_m, kind="relay", pace=0, duration=sat_d, warmup=1,
+                                loop=loop, quiet=True)  # fmt: skip
         g = await game(["--matches", str(sat_m), "--duration", str(sat_d), "--warmup", "1",
                         "--options", "{}", "--loop", loop])  # fmt: skip
-        sat.append({"echo": e, "game": g})
+        sat.append({"echo": e, "relay": rl, "game": g})
         progress(
-            f"   run {i + 1}: echo {e['round_trips_per_s']:.0f} rt/s, game "
+            f"   run {i + 1}: echo {e['round_trips_per_s']:.0f} rt/s, relay "
+            f"{rl['round_trips_per_s']:.0f} moves/s, game "
             f"{g['moves_per_s']:.0f} moves/s, ratio {g['moves_per_s'] / e['round_trips_per_s']:.3f}"
         )
     res["saturation"] = sat
@@ -113,11 +117,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     for i in range(runs):
         e = await echo.measure(conns=100, pace=2.0, duration=light_d, warmup=1, loop=loop,
                                quiet=True)  # fmt: skip
+        rl = await echo.measure(conns=100, kind="relay", pace=2.0, duration=light_d, warmup=1,
+                                loop=loop, quiet=True)  # fmt: skip
         g = await game(["--matches", "100", "--pace", "2", "--duration", str(light_d),
                         "--warmup", "1", "--options", SHORT_GAMES, "--loop", loop])  # fmt: skip
-        light.append({"echo": e, "game": g})
+        light.append({"echo": e, "relay": rl, "game": g})
         progress(
             f"   run {i + 1}: echo p50/p99 {e['latency']['p50_ms']}/{e['latency']['p99_ms']} ms, "
+            f"relay {rl['latency']['p50_ms']}/{rl['latency']['p99_ms']} ms, "
             f"game p50/p99 {g['latency_opponent']['p50_ms']}/{g['latency_opponent']['p99_ms']} ms"
         )
     res["light"] = light
@@ -200,6 +207,19 @@ def table(res: dict[str, Any]) -> str:
     n = sat[0]["game"]["config"]["matches"]
     row(f"saturation moves/s ({n} matches, median)", g_mv, e_rt, ratio, ">= 0.5 x echo",
         ratio is not None and ratio >= 0.5)  # fmt: skip
+    r_mv = median([r["relay"]["round_trips_per_s"] for r in sat])
+    row(
+        "  relay ceiling moves/s (the game's frames, no game)",
+        r_mv,
+        e_rt,
+        median([r["relay"]["round_trips_per_s"] / r["echo"]["round_trips_per_s"] for r in sat]),
+    )
+    row(
+        "  game / relay ceiling",
+        None,
+        None,
+        median([r["game"]["moves_per_s"] / r["relay"]["round_trips_per_s"] for r in sat]),
+    )
     e_cpu = median([r["echo"]["server_cpu_us_per_round_trip"] for r in sat])
     g_cpu = median([r["game"]["server"]["cpu_us_per_move"] for r in sat])
     row("  server CPU us per move / per echo", g_cpu, e_cpu,
@@ -221,6 +241,9 @@ def table(res: dict[str, Any]) -> str:
                   for r in light])  # fmt: skip
     row("light load p50 ms (100 matches, 2 s pace)", gp50, ep50, r50, "<= 2 x echo p50",
         r50 is not None and r50 <= 2)  # fmt: skip
+    rp50 = median([r["relay"]["latency"]["p50_ms"] for r in light])
+    rr50 = median([r["relay"]["latency"]["p50_ms"] / r["echo"]["latency"]["p50_ms"] for r in light])
+    row("  relay ceiling p50 ms (no game)", rp50, ep50, rr50)
     row("light load p99 ms", gp99, ep99, None if not ep99 or gp99 is None else gp99 / ep99,
         "<= 1 ms", gp99 is not None and gp99 <= 1.0)  # fmt: skip
     row("  light load max ms", median([r["game"]["latency_opponent"]["max_ms"] for r in light]),

@@ -54,7 +54,7 @@ class LeanClient(asyncio.Protocol):
 
     __slots__ = (
         "_buf", "_frag", "_key", "_on_lost", "by_us", "closed", "handshake", "host",
-        "on_message", "open", "tag", "transport",
+        "on_message", "open", "path", "tag", "transport",
     )  # fmt: skip
 
     def __init__(
@@ -63,8 +63,10 @@ class LeanClient(asyncio.Protocol):
         on_message: Callable[[LeanClient, bytes], None],
         on_lost: Callable[[LeanClient, bool], None] | None = None,
         tag: Any = None,
+        path: str = "/",
     ) -> None:
         self.host = host
+        self.path = path
         self.on_message = on_message
         self._on_lost = on_lost
         self.tag = tag
@@ -83,8 +85,13 @@ class LeanClient(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         transport.write(
-            b"GET / HTTP/1.1\r\nHost: " + self.host.encode() + b"\r\nUpgrade: websocket\r\n"
-            b"Connection: Upgrade\r\nSec-WebSocket-Key: " + self._key + b"\r\n"
+            b"GET "
+            + self.path.encode()
+            + b" HTTP/1.1\r\nHost: "
+            + self.host.encode()
+            + b"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: "
+            + self._key
+            + b"\r\n"
             b"Sec-WebSocket-Version: 13\r\nUser-Agent: stacko-bench\r\n\r\n"
         )
 
@@ -191,6 +198,7 @@ async def connect(
     """Open a connection and finish the upgrade. ``rcvbuf``: a small socket receive buffer
     (bytes), for a client that stops reading to fill up quickly."""
     host, port = parse_url(url)
+    path = "/" + url.split("://", 1)[1].partition("/")[2]
     loop = asyncio.get_running_loop()
     sock = None
     if rcvbuf is not None:
@@ -200,7 +208,7 @@ async def connect(
         await loop.sock_connect(sock, (host, port))
 
     def factory() -> LeanClient:
-        return LeanClient(f"{host}:{port}", on_message, on_lost, tag)
+        return LeanClient(f"{host}:{port}", on_message, on_lost, tag, path)
 
     if sock is not None:
         conn = loop.create_connection(factory, sock=sock)
