@@ -104,7 +104,7 @@ class Connection:
         try:
             ws.protocol.send_text(frame)
             for data in ws.protocol.data_to_send():
-                self.batch.write(transport, data)
+                self.batch.write(transport, ws.protocol, data)
         except Exception:  # the connection is going away; its reader will see it
             log.debug("direct write failed", exc_info=True)
         return True
@@ -181,7 +181,12 @@ class Connection:
                 if not recv.done():
                     recv.cancel()  # safe: websockets' recv() loses nothing when cancelled
                     return
-                self._on_frame(recv.result())
+                message = recv.result()
+                try:
+                    self._on_frame(message)
+                finally:
+                    if direct is not None:
+                        direct.handled()  # only now may later messages overtake the queue
         finally:
             hello.cancel()
             if direct is not None:

@@ -14,10 +14,12 @@ So the automatic collector is off, and ``GcPacer.tick`` runs every ``interval`` 
 
 A frozen object that later dies in a reference cycle (a closed connection's transport, say)
 is only freed by a walk of the frozen set too: ``tick`` does one (unfreeze, collect, freeze)
-whenever the process's resident memory has grown by half since the last such walk, which
-keeps that garbage under half the live heap. (Counting the frozen set instead,
-``gc.get_freeze_count``, walks it: 30 ms at 4,000 connections.) Objects that die by
-reference count (almost all) are freed at once, frozen or not.
+whenever the count of allocated memory blocks (``sys.getallocatedblocks``, which falls when
+objects are freed, unlike the process's RSS) has grown by half since the last such walk,
+and at least every ``full_every_s`` (10 minutes) in case the garbage holds large buffers
+that the block count does not see. Objects that die by reference count (almost all) are
+freed at once, frozen or not. (Counting the frozen set with ``gc.get_freeze_count`` walks
+it: 30 ms at 4,000 connections, so it is not used.)
 
 Only the ``stacko-server`` process does this (``server.__main__``); it is process-wide, so a
 ``Server`` embedded in another program leaves the collector alone.
@@ -26,25 +28,12 @@ Only the ``stacko-server`` process does this (``server.__main__``); it is proces
 from __future__ import annotations
 
 import gc
-import os
-import resource
+import sys
 import time
 from collections.abc import Callable
 
 Schedule = Callable[[float, Callable[[], None]], object]
 """``loop.call_later``: run the callback after that many seconds."""
-
-
-def resident_bytes() -> int:
-    """This process's resident memory (Linux ``/proc``; elsewhere the peak, which also grows)."""
-    try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * _PAGE
-    except OSError:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 class GcPacer:
@@ -55,15 +44,19 @@ class GcPacer:
         on_pause: Callable[[float, bool], None] | None = None,
         *,
         growth: float = 1.5,
-        memory: Callable[[], int] = resident_bytes,
+        full_every_s: float = 600.0,
+        memory: Callable[[], int] = sys.getallocatedblocks,
     ) -> None:
         self.interval = interval
         self.schedule = schedule
         self.on_pause = on_pause
         """Called with each tick's pause (seconds) and whether it walked the frozen set too."""
         self.growth = growth
+        self.full_every_ticks = max(1, round(full_every_s / interval))
         self.memory = memory
+        """What a walk of everything should bring down (allocated blocks by default)."""
         self.memory_after_full = 0
+        self.ticks_since_full = 0
         self.full_walks = 0
         self.running = False
 
@@ -84,13 +77,18 @@ class GcPacer:
 
     def tick(self) -> None:
         started = time.perf_counter()
-        full = self.memory() > self.growth * self.memory_after_full
+        self.ticks_since_full += 1
+        full = (
+            self.memory() > self.growth * self.memory_after_full
+            or self.ticks_since_full >= self.full_every_ticks
+        )
         if full:
             gc.unfreeze()
         gc.collect()
         gc.freeze()
         if full:
             self.memory_after_full = self.memory()
+            self.ticks_since_full = 0
             self.full_walks += 1
         if self.on_pause is not None:
             self.on_pause(time.perf_counter() - started, full)

@@ -1,48 +1,67 @@
 """WriteBatch: the first write of a loop turn goes at once, the rest at the next turn, in
-order, and nothing goes to a transport that is closing."""
+order; held frames of a connection closed meanwhile are dropped, and one failing write does
+not cost the others theirs."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+
+from websockets.protocol import State
 
 from server.batch import WriteBatch
 
 
 class FakeTransport:
     def __init__(self, log: list[tuple[str, bytes]], name: str) -> None:
-        self.log, self.name, self.closing = log, name, False
+        self.log, self.name, self.closing, self.broken = log, name, False, False
 
     def write(self, data: bytes) -> None:
+        if self.broken:
+            raise RuntimeError("Cannot call write() after write_eof()")
         self.log.append((self.name, data))
 
     def is_closing(self) -> bool:
         return self.closing
 
 
+class FakeProtocol:
+    state = State.OPEN
+
+
+def pair(log: list[tuple[str, bytes]], name: str) -> tuple[Any, Any]:
+    return FakeTransport(log, name), FakeProtocol()
+
+
 async def test_first_write_at_once_the_rest_next_turn_in_order() -> None:
     log: list[tuple[str, bytes]] = []
-    a, b = FakeTransport(log, "a"), FakeTransport(log, "b")
+    a, b = pair(log, "a"), pair(log, "b")
     batch = WriteBatch()
-    batch.write(a, b"1")  # type: ignore[arg-type]
+    batch.write(*a, b"1")
     assert log == [("a", b"1")]
-    batch.write(b, b"2")  # type: ignore[arg-type]
-    batch.write(a, b"3")  # type: ignore[arg-type]
+    batch.write(*b, b"2")
+    batch.write(*a, b"3")
     assert log == [("a", b"1")]
     await asyncio.sleep(0)
     assert log == [("a", b"1"), ("b", b"2"), ("a", b"3")]
     assert (batch.flushes, batch.held_writes) == (1, 2)
-    batch.write(b, b"4")  # type: ignore[arg-type]  # a new turn: at once again
+    batch.write(*b, b"4")  # a new turn: at once again
     assert log[-1] == ("b", b"4")
     await asyncio.sleep(0)
     assert batch.flushes == 1  # nothing was held that turn
 
 
-async def test_held_writes_to_a_closing_transport_are_dropped() -> None:
+async def test_held_writes_of_a_closed_connection_are_dropped_the_rest_go() -> None:
     log: list[tuple[str, bytes]] = []
-    a, b = FakeTransport(log, "a"), FakeTransport(log, "b")
+    a, b, c, d = (pair(log, name) for name in "abcd")
     batch = WriteBatch()
-    batch.write(a, b"1")  # type: ignore[arg-type]
-    batch.write(b, b"2")  # type: ignore[arg-type]
-    b.closing = True
+    batch.write(*a, b"1")
+    batch.write(*b, b"2")
+    batch.write(*c, b"3")
+    batch.write(*d, b"4")
+    batch.write(*a, b"5")
+    b[0].closing = True  # the transport is closing
+    c[1].state = State.CLOSING  # websockets answered a close (and half-closed the socket)
+    d[0].broken = True  # a write that raises
     await asyncio.sleep(0)
-    assert log == [("a", b"1")]
+    assert log == [("a", b"1"), ("a", b"5")]

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from server.gcpacer import GcPacer, resident_bytes
+from server.gcpacer import GcPacer
 from server.metrics import Metrics
 
 
@@ -94,8 +94,28 @@ def test_a_frozen_cycle_is_freed_once_memory_grew_by_half(restore_gc: None) -> N
     pacer.stop()
 
 
-def test_resident_bytes_is_this_process() -> None:
-    assert 1_000_000 < resident_bytes() < 100_000_000_000
+def test_the_frozen_set_is_walked_at_least_every_so_often(restore_gc: None) -> None:
+    pacer = GcPacer(0.25, Manual(), memory=lambda: 100, full_every_s=1.0)
+    pacer.start()
+    keep = Node()
+    keep.other = Node()
+    keep.other.other = keep
+    probe = weakref.ref(keep)
+    pacer.tick()  # frozen
+    del keep
+    pacer.tick()
+    pacer.tick()
+    assert probe() is not None and pacer.full_walks == 0
+    pacer.tick()  # the fourth tick of 0.25 s: a second has passed
+    assert probe() is None and pacer.full_walks == 1
+    pacer.stop()
+
+
+def test_by_default_it_counts_allocated_blocks(restore_gc: None) -> None:
+    pacer = GcPacer(1.0, Manual())
+    pacer.start()
+    assert pacer.memory_after_full > 0
+    pacer.stop()
 
 
 def test_metrics_show_the_pauses() -> None:
