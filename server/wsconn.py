@@ -21,7 +21,8 @@ from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 from websockets.frames import CloseCode, Frame, Opcode
-from websockets.protocol import Event
+from websockets.protocol import Event, State
+from websockets.speedups import apply_mask
 
 log = logging.getLogger("stacko.connection")
 
@@ -35,6 +36,91 @@ class DirectServerConnection(ServerConnection):
         self.queued = 0
         """Messages put on websockets' queue whose reader has not called ``handled`` yet
         (a fragmented message counts from its first fragment)."""
+        self._framer = True
+        """Whether ``data_received`` may cut frames itself (see there); once off, off."""
+        self._request_done = False
+        self._tail = b""
+        self._buf = b""
+
+    def data_received(self, data: bytes) -> None:
+        """The common frame, whole, unfragmented, masked text, is cut, unmasked and decoded
+        here and handed to ``on_message``: websockets' generator-based parser costs about
+        7 us a frame under load and 30 us cold. Every other frame is handed to websockets
+        whole, so its parser is always at a frame boundary, and it answers pings, closes,
+        fails bad frames (1002, 1007, 1009) exactly as it would have. Before the connection
+        is open everything goes to websockets; a client that sends frames before the
+        handshake's answer (pipelining) never gets this path, since websockets' parser may
+        then stop inside a frame."""
+        if not self._framer:
+            super().data_received(data)
+            return
+        protocol = self.protocol
+        if protocol.state is not State.OPEN:
+            self._watch_handshake(data)
+            super().data_received(data)
+            return
+        buf = self._buf + data if self._buf else data
+        deliver = self.on_message
+        if deliver is None or protocol.extensions:
+            self._framer = False
+            self._buf = b""
+            super().data_received(buf)
+            return
+        limit = protocol.max_message_size
+        pos, n = 0, len(buf)
+        while n - pos >= 2:
+            b0, b1 = buf[pos], buf[pos + 1]
+            length = b1 & 0x7F
+            head = 2
+            if length == 126:
+                if n - pos < 4:
+                    break
+                length = int.from_bytes(buf[pos + 2 : pos + 4], "big")
+                head = 4
+            elif length == 127:
+                if n - pos < 10:
+                    break
+                length = int.from_bytes(buf[pos + 2 : pos + 10], "big")
+                head = 10
+            if (limit is not None and length > limit) or self.on_message is None:
+                # Too big to hold (websockets fails it with 1009 from the header), or the
+                # reader is gone: websockets takes the rest of the stream from here.
+                self._framer = False
+                self._buf = b""
+                super().data_received(buf[pos:])
+                return
+            masked = b1 & 0x80
+            end = pos + head + (4 if masked else 0) + length
+            if end > n:
+                break
+            if b0 == 0x81 and masked and not self.queued and protocol.state is State.OPEN:
+                mask = buf[pos + head : pos + head + 4]
+                try:
+                    text = apply_mask(buf[pos + head + 4 : end], mask).decode()
+                except UnicodeDecodeError:
+                    super().data_received(buf[pos:end])  # websockets closes with 1007
+                else:
+                    self._deliver(deliver, text)
+            else:
+                super().data_received(buf[pos:end])
+            pos = end
+        self._buf = buf[pos:] if pos < n else b""
+
+    def _watch_handshake(self, data: bytes) -> None:
+        """Bytes after the upgrade request, before the connection is open, are pipelined
+        frames: websockets' parser takes them, so this connection keeps websockets' path."""
+        if self._request_done:
+            self._framer = False
+            return
+        seen = self._tail + data
+        end = seen.find(b"\r\n\r\n")
+        if end < 0:
+            self._tail = seen[-3:]
+            return
+        self._request_done = True
+        self._tail = b""
+        if end + 4 < len(seen):
+            self._framer = False
 
     def handled(self) -> None:
         """The reader has handled a message it took with ``recv()``."""
@@ -58,6 +144,9 @@ class DirectServerConnection(ServerConnection):
                 return
         else:
             data = bytes(event.data)
+        self._deliver(deliver, data)
+
+    def _deliver(self, deliver: Callable[[str | bytes], None], data: str | bytes) -> None:
         try:
             deliver(data)
         except Exception:  # never out of data_received: that would abort the transport

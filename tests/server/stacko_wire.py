@@ -712,3 +712,41 @@ async def reconnect(game: Game, seat: int) -> Client:
     game.seats[seat] = new
     h.check()
     return new
+
+
+# -- a bare WebSocket client: exact bytes on the wire ------------------------------------------
+
+
+async def raw_ws(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A bare WebSocket connection: the upgrade, then whatever bytes the test writes (it never
+    answers pings by itself: a client gone silent)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        (f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+         "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+         "Sec-WebSocket-Version: 13\r\n\r\n").encode()
+    )  # fmt: skip
+    head = await reader.readuntil(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 101")
+    return reader, writer
+
+
+def text_frame(obj: Any, mask: bytes = b"\0\0\0\0", first: int = 0x81) -> bytes:
+    """One client frame (FIN + text unless ``first`` says otherwise), masked with ``mask``
+    (the default all-zero key leaves the payload readable)."""
+    payload = obj if isinstance(obj, bytes) else orjson.dumps(obj)
+    n = len(payload)
+    size = bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + n.to_bytes(2, "big")
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    return bytes([first]) + size + mask + masked
+
+
+async def read_frame(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    """The next server frame: (opcode, payload)."""
+    b0, b1 = await reader.readexactly(2)
+    n = b1 & 0x7F
+    if n == 126:
+        n = int.from_bytes(await reader.readexactly(2), "big")
+    elif n == 127:
+        n = int.from_bytes(await reader.readexactly(8), "big")
+    return b0 & 0x0F, await reader.readexactly(n)

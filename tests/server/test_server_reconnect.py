@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import orjson
-from stacko_wire import SMALL, Harness, reconnect
+from stacko_wire import SMALL, Harness, raw_ws, read_frame, reconnect, text_frame
 
 
 async def test_reconnect_within_grace_restores_the_seat(harness):
@@ -141,43 +141,14 @@ async def test_disconnected_spectator_is_dropped(harness: Harness):
     await game.move()  # the game goes on; nothing is sent to the dropped spectator
 
 
-async def _raw_ws(port: int):
-    """A bare WebSocket connection that never answers pings (a client gone silent)."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(
-        (f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-         "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-         "Sec-WebSocket-Version: 13\r\n\r\n").encode()
-    )  # fmt: skip
-    head = await reader.readuntil(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 101")
-    return reader, writer
-
-
-def _text_frame(obj) -> bytes:
-    payload = orjson.dumps(obj)
-    assert len(payload) < 126
-    return bytes([0x81, 0x80 | len(payload)]) + b"\0\0\0\0" + payload  # zero mask key
-
-
-async def _read_frame(reader) -> tuple[int, bytes]:
-    b0, b1 = await reader.readexactly(2)
-    n = b1 & 0x7F
-    if n == 126:
-        n = int.from_bytes(await reader.readexactly(2), "big")
-    elif n == 127:
-        n = int.from_bytes(await reader.readexactly(8), "big")
-    return b0 & 0x0F, await reader.readexactly(n)
-
-
 async def test_keepalive_drops_a_silent_player(make_harness):
     h = await make_harness(ping_interval_s=0.2, ping_timeout_s=0.5)
-    reader, writer = await _raw_ws(h.server.port)
-    writer.write(_text_frame({"type": "hello", "protocol": 1, "name": "mute"}))
-    writer.write(_text_frame({"type": "create_room", "options": {"tower": 3, "bricks": 8}}))
-    opcode, welcome = await _read_frame(reader)
+    reader, writer = await raw_ws(h.server.port)
+    writer.write(text_frame({"type": "hello", "protocol": 1, "name": "mute"}))
+    writer.write(text_frame({"type": "create_room", "options": {"tower": 3, "bricks": 8}}))
+    opcode, welcome = await read_frame(reader)
     assert opcode == 1 and orjson.loads(welcome)["type"] == "welcome"
-    opcode, joined = await _read_frame(reader)
+    opcode, joined = await read_frame(reader)
     code = orjson.loads(joined)["room"]
     b = await h.client("bob")
     assert (await b.call("join", room=code))["seat"] == 1
@@ -186,7 +157,7 @@ async def test_keepalive_drops_a_silent_player(make_harness):
     try:
         async with asyncio.timeout(5):
             while True:  # read, never answer: a ping (9) comes, then the close
-                opcode, _ = await _read_frame(reader)
+                opcode, _ = await read_frame(reader)
                 opcodes.append(opcode)
     except asyncio.IncompleteReadError:
         pass

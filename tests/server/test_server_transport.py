@@ -1,7 +1,8 @@
-"""The transport shortcuts keep the WebSocket guarantees: messages are handled in the order
-they were sent whichever path they take (``server/wsconn.py``), and one connection closing
-never costs another its frames (``server/batch.py``). Found by review, each first reproduced
-against a real server."""
+"""The transport shortcuts keep the WebSocket guarantees: frames cut by the server's own
+framer and frames websockets parses are handled in the order they were sent, whichever path
+they take, bad frames still close with the right code (``server/wsconn.py``), and one
+connection closing never costs another its frames (``server/batch.py``). The first three
+tests reproduce defects found by review."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import asyncio
 from typing import Any
 
 import orjson
-from stacko_wire import SMALL
+import pytest
+from stacko_wire import SMALL, raw_ws, read_frame, text_frame
 from websockets.client import ClientProtocol
 from websockets.frames import Frame
 from websockets.protocol import State
@@ -97,3 +99,68 @@ async def test_a_peer_closing_in_the_same_turn_costs_no_one_else_a_frame(harness
         assert errors == []
     finally:
         loop.set_exception_handler(None)
+
+
+MASKS = [bytes([7, 99, 200, 13]), bytes([255, 0, 128, 1]), b"\0\0\0\0"]
+
+
+async def hello(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    reader, writer = await raw_ws(port)
+    writer.write(text_frame({"type": "hello", "protocol": 1, "name": "raw"}, MASKS[0]))
+    opcode, welcome = await read_frame(reader)
+    assert opcode == 1 and orjson.loads(welcome)["type"] == "welcome"
+    return reader, writer
+
+
+async def test_frames_cut_anywhere_and_mixed_with_control_frames(harness) -> None:
+    """Masked frames of both sizes (7- and 16-bit length) split at every byte, a ping and a
+    binary frame in between: answered in order, the ping with a pong."""
+    reader, writer = await hello(harness.server.port)
+    pings = [{"type": "ping", "id": i, **({"id": "x" * 60} if i == 3 else {})} for i in range(6)]
+    stream = b"".join(text_frame(p, MASKS[i % 3]) for i, p in enumerate(pings[:3]))
+    stream += bytes([0x89, 0x80 | 4]) + MASKS[1] + bytes(b ^ MASKS[1][i] for i, b in
+                                                         enumerate(b"beat"))  # fmt: skip
+    stream += text_frame(b"\x01\x02", MASKS[2], first=0x82)  # binary: refused, not fatal
+    big = {"type": "ping", "id": 99, "pad": "y" * 200}  # > 125 bytes: a 16-bit length
+    stream += text_frame(big, MASKS[0]) + text_frame(pings[5], MASKS[1])
+    for i in range(len(stream)):
+        writer.write(stream[i : i + 1])
+        await writer.drain()
+        if i % 7 == 0:
+            await asyncio.sleep(0.001)  # separate TCP reads
+    got = []
+    while len(got) < 7:
+        opcode, payload = await asyncio.wait_for(read_frame(reader), 5)
+        got.append((opcode, payload if opcode == 10 else orjson.loads(payload)))
+    assert [g[1]["id"] for g in got[:3]] == [0, 1, 2]
+    assert got[3] == (10, b"beat")
+    assert got[4][1]["code"] == "binary_frame"
+    assert got[5][1]["code"] == "bad_message" and got[5][1]["id"] == 99  # the extra "pad"
+    assert got[6][1] == {"type": "pong", "id": 5}
+    writer.close()
+
+
+async def close_code(reader: asyncio.StreamReader) -> int:
+    while True:
+        opcode, payload = await asyncio.wait_for(read_frame(reader), 5)
+        if opcode == 8:
+            return int.from_bytes(payload[:2], "big")
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        (bytes([0x81, 0xFF]) + (2**40).to_bytes(8, "big") + MASKS[0], 1009),  # declared huge
+        (bytes([0x81, 5]) + b"hello", 1002),  # not masked
+        (text_frame({"type": "ping"}, MASKS[0], first=0xC1), 1002),  # RSV1 without extension
+        (text_frame(b'"\xff\xfe"', MASKS[1]), 1007),  # not UTF-8
+    ],
+)
+async def test_bad_frames_close_with_websockets_codes(harness, frame: bytes, code: int) -> None:
+    reader, writer = await hello(harness.server.port)
+    writer.write(text_frame({"type": "ping", "id": 1}, MASKS[1]) + frame)
+    opcode, pong = await read_frame(reader)
+    assert opcode == 1
+    assert orjson.loads(pong) == {"type": "pong", "id": 1}
+    assert await close_code(reader) == code
+    writer.close()
