@@ -25,7 +25,7 @@ from server.clock import Clock
 from server.config import ServerConfig
 from server.hub import Hub, Session
 from server.metrics import Metrics
-from server.wsconn import DirectServerConnection
+from server.wsconn import DirectServerConnection, text_frame
 
 log = logging.getLogger("stacko.connection")
 
@@ -60,6 +60,8 @@ class Connection:
             ws.ping_interval = interval * random.uniform(0.9, 1.0)
         self.session: Session | None = None
         self.outbox: collections.deque[bytes] = collections.deque()
+        transport = getattr(ws, "transport", None)
+        self._high_water = transport.get_write_buffer_limits()[1] if transport else 0
         self._wake = asyncio.Event()
         self._closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._closing: tuple[int, str] | None = None
@@ -94,17 +96,21 @@ class Connection:
         ``websockets.broadcast`` does, through the server's ``WriteBatch``. Otherwise the
         writer task sends it from the outbox, waiting for the socket to drain."""
         ws = self.ws
+        protocol = ws.protocol
         transport = getattr(ws, "transport", None)
         if (
             transport is None
-            or ws.protocol.state is not State.OPEN
-            or transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]
+            or protocol.state is not State.OPEN
+            or transport.get_write_buffer_size() > self._high_water
         ):
             return False
         try:
-            ws.protocol.send_text(frame)
-            for data in ws.protocol.data_to_send():
-                self.batch.write(transport, ws.protocol, data)
+            if protocol.extensions:  # compression: websockets frames it
+                protocol.send_text(frame)
+                for data in protocol.data_to_send():
+                    self.batch.write(transport, protocol, data)
+            else:
+                self.batch.write(transport, protocol, text_frame(frame))
         except Exception:  # the connection is going away; its reader will see it
             log.debug("direct write failed", exc_info=True)
         return True

@@ -164,3 +164,16 @@ async def test_bad_frames_close_with_websockets_codes(harness, frame: bytes, cod
     assert orjson.loads(pong) == {"type": "pong", "id": 1}
     assert await close_code(reader) == code
     writer.close()
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 1000, 65535, 65536, 70000])
+def test_text_frames_are_framed_as_websockets_frames_them(size: int) -> None:
+    from websockets.server import ServerProtocol
+
+    from server.wsconn import text_frame
+
+    protocol = ServerProtocol()
+    protocol.state = State.OPEN
+    payload = bytes(range(32, 127)) * (size // 95) + b"x" * (size % 95)
+    protocol.send_text(payload)
+    assert text_frame(payload) == b"".join(protocol.data_to_send())
