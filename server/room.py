@@ -367,13 +367,13 @@ class Room:
     ) -> bytes:
         """The one path from a game to the wire: ``view(seat)`` for this receiver."""
         assert self.game is not None
-        now_ms = int(self.hooks.clock.time() * 1000)
-        deadline_ms = int(self.deadline * 1000) if self.deadline is not None else None
+        deadline_ms = clock_ms = None
+        if self.deadline is not None:
+            deadline_ms = int(self.deadline * 1000)
+            clock_ms = max(0, deadline_ms - int(self.hooks.clock.time() * 1000))
         return frames.state(
             self.codec, self.game.view(seat), room=self.code, seq=self.seq,
-            deadline_ms=deadline_ms,
-            clock_ms=max(0, deadline_ms - now_ms) if deadline_ms is not None else None,
-            id=request_id, note=note,
+            deadline_ms=deadline_ms, clock_ms=clock_ms, id=request_id, note=note,
         )  # fmt: skip
 
     def send_state(self, peer: Peer, seat: int | None, request_id: frames.RequestId = None) -> None:

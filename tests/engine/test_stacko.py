@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import engine.stacko as stacko_engine
 import engine.stacko_view as stacko_view
 from engine.errors import IllegalMoveError, IllegalReason, InvalidOptionsError
 from engine.outcome import Outcome, Termination
@@ -1009,6 +1010,7 @@ def test_the_leak_checker_catches_a_leaky_view(monkeypatch: pytest.MonkeyPatch, 
     assert honest_problems == []
 
     monkeypatch.setattr(stacko_view, "view", leaky)
+    monkeypatch.setattr(stacko_engine, "_view", leaky)  # what Stacko.view calls
     caught: dict[int | None, int] = dict.fromkeys(seats, 0)
     for step in play(1234, options, eps=0.3):
         revealed = revealed_by(step.before, step.action)
