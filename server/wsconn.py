@@ -28,6 +28,7 @@ from websockets.speedups import apply_mask
 log = logging.getLogger("stacko.connection")
 
 _DATA = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
+_OPCODES = frozenset(op.value for op in Opcode)
 _HEAD16 = struct.Struct("!BBH").pack
 
 
@@ -53,7 +54,9 @@ class DirectServerConnection(ServerConnection):
         """Whether ``data_received`` may cut frames itself (see there); once off, off."""
         self._request_done = False
         self._tail = b""
-        self._buf = b""
+        self._buf = bytearray()
+        """The start of a frame not yet whole (appended to, never rebuilt: a frame trickled
+        in byte by byte costs linear time, not quadratic)."""
 
     def data_received(self, data: bytes) -> None:
         """The common frame, whole, unfragmented, masked text, is cut, unmasked and decoded
@@ -69,17 +72,22 @@ class DirectServerConnection(ServerConnection):
             return
         protocol = self.protocol
         if protocol.state is not State.OPEN:
-            self._watch_handshake(data)
-            super().data_received(data)
+            if protocol.state is State.CONNECTING:
+                self._watch_handshake(data)
+                super().data_received(data)
+            else:  # closing: websockets takes over, with the start of a frame held here
+                self._buf += data
+                self._hand_over(self._buf, 0)
             return
-        buf = self._buf + data if self._buf else data
+        buf: bytes | bytearray = data
+        if self._buf:
+            self._buf += data
+            buf = self._buf
         deliver = self.on_message
-        if deliver is None or protocol.extensions:
-            self._framer = False
-            self._buf = b""
-            super().data_received(buf)
-            return
         limit = protocol.max_message_size
+        if deliver is None or protocol.extensions or limit is None:
+            self._hand_over(buf, 0)
+            return
         pos, n = 0, len(buf)
         while n - pos >= 2:
             b0, b1 = buf[pos], buf[pos + 1]
@@ -95,29 +103,42 @@ class DirectServerConnection(ServerConnection):
                     break
                 length = int.from_bytes(buf[pos + 2 : pos + 10], "big")
                 head = 10
-            if (limit is not None and length > limit) or self.on_message is None:
+            if length > limit or self.on_message is None:
                 # Too big to hold (websockets fails it with 1009 from the header), or the
                 # reader is gone: websockets takes the rest of the stream from here.
-                self._framer = False
-                self._buf = b""
-                super().data_received(buf[pos:])
+                self._hand_over(buf, pos)
                 return
             masked = b1 & 0x80
-            end = pos + head + (4 if masked else 0) + length
+            if not masked or b0 & 0x70 or (b0 & 0x0F) not in _OPCODES:
+                # Wrong from its header alone (unmasked, RSV bits without an extension, a
+                # reserved opcode): websockets fails it now, not after the payload.
+                self._hand_over(buf, pos)
+                return
+            end = pos + head + 4 + length
             if end > n:
                 break
-            if b0 == 0x81 and masked and not self.queued and protocol.state is State.OPEN:
+            if b0 == 0x81 and not self.queued and protocol.state is State.OPEN:
                 mask = buf[pos + head : pos + head + 4]
                 try:
                     text = apply_mask(buf[pos + head + 4 : end], mask).decode()
                 except UnicodeDecodeError:
-                    super().data_received(buf[pos:end])  # websockets closes with 1007
+                    super().data_received(bytes(buf[pos:end]))  # websockets closes with 1007
                 else:
                     self._deliver(deliver, text)
             else:
-                super().data_received(buf[pos:end])
+                super().data_received(bytes(buf[pos:end]))
             pos = end
-        self._buf = buf[pos:] if pos < n else b""
+        if buf is self._buf:
+            del self._buf[:pos]
+        elif pos < n:
+            self._buf = bytearray(buf[pos:])
+
+    def _hand_over(self, buf: bytes | bytearray, pos: int) -> None:
+        """websockets parses everything from ``pos`` on, and from now on."""
+        self._framer = False
+        rest = bytes(buf[pos:])
+        self._buf = bytearray()
+        super().data_received(rest)
 
     def _watch_handshake(self, data: bytes) -> None:
         """Bytes after the upgrade request, before the connection is open, are pipelined
