@@ -33,6 +33,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from server.wsconn import read_header
+
 REPO = Path(__file__).resolve().parent.parent
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _ZERO_MASK = b"\x00\x00\x00\x00"
@@ -110,23 +112,12 @@ class LeanClient(asyncio.Protocol):
             self.open = True
             self.handshake.set_result(None)
         pos, n = 0, len(buf)
-        while n - pos >= 2:
-            b0, b1 = buf[pos], buf[pos + 1]
-            length = b1 & 0x7F
-            hdr = 2
-            if length == 126:
-                if n - pos < 4:
-                    break
-                length = int.from_bytes(buf[pos + 2 : pos + 4], "big")
-                hdr = 4
-            elif length == 127:
-                if n - pos < 10:
-                    break
-                length = int.from_bytes(buf[pos + 2 : pos + 10], "big")
-                hdr = 10
-            end = pos + hdr + length
+        while (header := read_header(buf, pos)) is not None:
+            hdr, length = header
+            end = pos + hdr + length  # server frames are not masked
             if end > n:
                 break
+            b0 = buf[pos]
             payload = buf[pos + hdr : end]
             pos = end
             opcode = b0 & 0x0F

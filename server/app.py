@@ -119,6 +119,7 @@ class Server:
         await self.shutdown()
 
     async def _handle(self, ws: ServerConnection) -> None:
+        assert isinstance(ws, DirectServerConnection)  # serve(create_connection=...) above
         conn = Connection(ws, self.hub, self.config, self.clock, self.metrics, self.batch)
         self.connections.add(conn)
         try:

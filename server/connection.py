@@ -14,7 +14,6 @@ import logging
 import random
 import time
 
-from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
@@ -40,7 +39,7 @@ class Connection:
 
     def __init__(
         self,
-        ws: ServerConnection,
+        ws: DirectServerConnection,
         hub: Hub,
         config: ServerConfig,
         clock: Clock,
@@ -177,9 +176,7 @@ class Connection:
         ws = self.ws
         loop = asyncio.get_running_loop()
         hello = loop.call_later(self.config.hello_timeout_s, self._hello_overdue)
-        direct = ws if isinstance(ws, DirectServerConnection) else None
-        if direct is not None:
-            direct.on_message = self._on_frame
+        ws.on_message = self._on_frame
         try:
             while self._closing is None:
                 recv = asyncio.ensure_future(ws.recv())
@@ -191,12 +188,10 @@ class Connection:
                 try:
                     self._on_frame(message)
                 finally:
-                    if direct is not None:
-                        direct.handled()  # only now may later messages overtake the queue
+                    ws.handled()  # only now may later messages overtake the queue
         finally:
             hello.cancel()
-            if direct is not None:
-                direct.on_message = None
+            ws.on_message = None
 
     def _hello_overdue(self) -> None:
         if self.session is None and self._closing is None:

@@ -43,6 +43,20 @@ def text_frame(payload: bytes) -> bytes:
     return bytes((0x81, 127)) + n.to_bytes(8, "big") + payload
 
 
+def read_header(buf: bytes | bytearray, pos: int) -> tuple[int, int] | None:
+    """The frame at ``pos``: (header size before any masking key, payload length), or
+    ``None`` while ``buf`` does not hold its whole header yet (RFC 6455, 5.2)."""
+    n = len(buf) - pos
+    if n < 2:
+        return None
+    length = buf[pos + 1] & 0x7F
+    if length < 126:
+        return 2, length
+    if length == 126:
+        return (4, int.from_bytes(buf[pos + 2 : pos + 4], "big")) if n >= 4 else None
+    return (10, int.from_bytes(buf[pos + 2 : pos + 10], "big")) if n >= 10 else None
+
+
 class DirectServerConnection(ServerConnection):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -89,27 +103,13 @@ class DirectServerConnection(ServerConnection):
             self._hand_over(buf, 0)
             return
         pos, n = 0, len(buf)
-        while n - pos >= 2:
-            b0, b1 = buf[pos], buf[pos + 1]
-            length = b1 & 0x7F
-            head = 2
-            if length == 126:
-                if n - pos < 4:
-                    break
-                length = int.from_bytes(buf[pos + 2 : pos + 4], "big")
-                head = 4
-            elif length == 127:
-                if n - pos < 10:
-                    break
-                length = int.from_bytes(buf[pos + 2 : pos + 10], "big")
-                head = 10
-            if length > limit or self.on_message is None:
-                # Too big to hold (websockets fails it with 1009 from the header), or the
-                # reader is gone: websockets takes the rest of the stream from here.
+        while (header := read_header(buf, pos)) is not None:
+            head, length = header
+            if length > limit:  # websockets fails it with 1009 from the header alone
                 self._hand_over(buf, pos)
                 return
-            masked = b1 & 0x80
-            if not masked or b0 & 0x70 or (b0 & 0x0F) not in _OPCODES:
+            b0, b1 = buf[pos], buf[pos + 1]
+            if not b1 & 0x80 or b0 & 0x70 or (b0 & 0x0F) not in _OPCODES:
                 # Wrong from its header alone (unmasked, RSV bits without an extension, a
                 # reserved opcode): websockets fails it now, not after the payload.
                 self._hand_over(buf, pos)
