@@ -15,7 +15,7 @@ A spectator (seat ``None``) gets the public part only: neither side's dealt bric
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from engine.outcome import Outcome, Termination
 from engine.stacko import (
@@ -34,9 +34,11 @@ Tower = tuple[int | None, ...]
 """A tower as a seat sees it, slot 0 (bottom) first; ``None`` is a brick it cannot see."""
 
 
-@dataclass(frozen=True, slots=True)
-class StackoView:
-    """A seat's knowledge. Build it only with ``view``; send only this."""
+class StackoView(NamedTuple):
+    """A seat's knowledge. Build it only with ``view``; send only this.
+
+    An immutable value (a named tuple: two are built per move, and a frozen dataclass took
+    1.7 us to build against 0.3 us for this; ``_replace`` makes a changed copy)."""
 
     seat: int | None
     options: StackoOptions
@@ -77,37 +79,34 @@ class StackoView:
         return turn if self.phase is Phase.TURN else drawn
 
 
-_EMPTY_SEEN: dict[int, tuple[bool, ...]] = {}
+_HIDDEN_DRAWS = (Drew(0, None), Drew(1, None))
+"""The other seat's draw as a viewer sees it: one shared value per drawer."""
+
+
+def _masked(tower: list[int], seen: tuple[bool, ...]) -> Tower:
+    # Lengths match by construction (both are the tower size): zip need not check them.
+    return tuple([b if v else None for b, v in zip(tower, seen, strict=False)])
 
 
 def view(state: Stacko, seat: int | None) -> StackoView:
     """Exactly what ``seat`` may know now (``None``: a spectator). See the module docstring."""
     if seat is not None and seat not in (0, 1):
         raise ValueError(f"no seat {seat}")
-    # The hot path of every state frame (twice per move): list comprehensions and plain
-    # branches, no generators.
+    # The hot path of every state frame (twice per move): plain branches and comprehensions.
     towers = state.towers
     seen = (tuple(state.seen[0]), tuple(state.seen[1]))
     outcome = state._outcome
     reveal_all = outcome is not None and outcome.termination is Termination.COMPLETED
-    t0: Tower = (
-        tuple(towers[0])
-        if seat == 0 or reveal_all
-        else tuple([b if v else None for b, v in zip(towers[0], seen[0], strict=True)])
-    )
-    t1: Tower = (
-        tuple(towers[1])
-        if seat == 1 or reveal_all
-        else tuple([b if v else None for b, v in zip(towers[1], seen[1], strict=True)])
-    )
+    t0 = tuple(towers[0]) if seat == 0 or reveal_all else _masked(towers[0], seen[0])
+    t1 = tuple(towers[1]) if seat == 1 or reveal_all else _masked(towers[1], seen[1])
     phase = state.phase
     holding = state.drawn is not None and phase is Phase.DRAWN
     events = tuple(
-        [Drew(e.seat, None) if type(e) is Drew and e.seat != seat else e for e in state.events]
+        [_HIDDEN_DRAWS[e.seat] if type(e) is Drew and e.seat != seat else e for e in state.events]
     )
     return StackoView(
-        seat, state.options, phase, state.to_move, state.ply, state.round, state.turns,
-        (t0, t1), seen, tuple(state.discard), len(state.stack),
+        seat, state.options, phase, None if phase is Phase.OVER else state._to_move, state.ply,
+        state.round, state.turns, (t0, t1), seen, tuple(state.discard), len(state.stack),
         state.drawn if holding and seat == state._to_move else None,
         holding, (state.totals[0], state.totals[1]), tuple(state.results), events, outcome,
     )  # fmt: skip

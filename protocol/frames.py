@@ -65,7 +65,7 @@ def state(
     text = codec.describe(view)
     if note:
         text = f"{note}; {text}" if text else note
-    return encode(
+    return orjson.dumps(
         {
             "type": "state",
             "room": room,

@@ -14,10 +14,10 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
+    StringConstraints,
     Tag,
     TypeAdapter,
     ValidationError,
@@ -34,11 +34,9 @@ RequestId = Annotated[int, Field(ge=0, le=2**53)] | Annotated[str, Field(max_len
 """A client's request id, echoed in the response (and in any error) to that request."""
 
 
-def _upper(value: object) -> object:
-    return value.upper() if isinstance(value, str) else value
-
-
-RoomCode = Annotated[str, BeforeValidator(_upper), Field(pattern=r"^[A-Z0-9]{4,12}$")]
+RoomCode = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9]{4,12}$", to_upper=True)]
+"""Any case on the wire, upper case once parsed (pydantic-core does both: a Python
+validator here cost 0.4 us on every move)."""
 GameName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
 Name = Annotated[str, Field(min_length=1, max_length=32)]
 Token = Annotated[str, Field(min_length=16, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]

@@ -160,7 +160,10 @@ class Hub:
             raise
 
     def _dispatch(self, peer: Peer, session: Session, msg: messages.ClientMessage) -> None:
-        match msg:
+        match msg:  # moves first: nearly every frame is one
+            case messages.MoveMessage():
+                room, seat = self._my_seat(peer, session, msg.room)
+                room.move(seat, msg.ply, msg.move, msg.id)
             case messages.Ping():
                 peer.send(frames.reply("pong", msg.id))
             case messages.ListGames():
@@ -183,9 +186,6 @@ class Hub:
                     raise ProtocolError(ErrorCode.NOT_QUEUED, "you are not waiting for a match")
                 self._unqueue(session)
                 peer.send(frames.reply("unqueued", msg.id))
-            case messages.MoveMessage():
-                room, seat = self._my_seat(peer, session, msg.room)
-                room.move(seat, msg.ply, msg.move, msg.id)
             case messages.Resign():
                 room, seat = self._my_seat(peer, session, msg.room)
                 room.resign(seat, msg.id)

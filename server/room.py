@@ -307,8 +307,9 @@ class Room:
         self.seq += 1
         game = self.game
         assert game is not None
-        self._stop_clock()
-        if game.outcome() is None and self.clock_ms is not None:
+        if self._clock_timer is not None or self.deadline is not None:
+            self._stop_clock()
+        if self.clock_ms is not None and game.outcome() is None:
             self.deadline = self.hooks.clock.time() + self.clock_ms / 1000
             self._clock_timer = self.hooks.clock.call_at(self.deadline, self._clock_ran_out)
         self._broadcast(note, request)
@@ -382,15 +383,15 @@ class Room:
 
     def _broadcast(self, note: str, request: tuple[int, frames.RequestId] | None) -> None:
         # The requester's own frame goes last, so the others see the change soonest.
-        asker = request[0] if request is not None else None
-        seats = [s for s in range(len(self.players)) if s != asker]
+        asker, rid = request if request is not None else (None, None)
+        players = self.players
+        for seat, player in enumerate(players):
+            if seat != asker and player is not None and player.peer is not None:
+                player.peer.send(self._frame_for(seat, None, note))
         if asker is not None:
-            seats.append(asker)
-        for seat in seats:
-            player = self.players[seat]
+            player = players[asker]
             if player is not None and player.peer is not None:
-                rid = request[1] if request is not None and asker == seat else None
-                player.peer.send(self._frame_for(seat, rid, note))
+                player.peer.send(self._frame_for(asker, rid, note))
         if self.spectators:
             public = self._frame_for(None, None, note)  # identical bytes for every spectator
             for peer in self.spectators:

@@ -27,6 +27,8 @@ class GameCodec:
     move_from_wire: Callable[[Any], Any]
     move_to_wire: Callable[[Any], dict[str, Any]]
     view_to_wire: Callable[[Any], dict[str, Any]]
+    """The ``view`` object of a state frame, in any form ``orjson`` encodes to it (tuples for
+    arrays: the per-move path does not copy them into lists)."""
     legal_to_wire: Callable[[Any], list[dict[str, Any]] | None]
     describe: Callable[[Any], str]
     view_from_wire: Callable[[Any, Any], Any]

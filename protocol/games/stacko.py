@@ -170,8 +170,17 @@ def options_to_wire(options: StackoOptions, clock_ms: int | None) -> dict[str, A
     }
 
 
+_MOVES: dict[tuple[str, int | None], Move] = {}
+"""Every move a ``StackoMove`` can say (4 actions x 20 slots at most), built once: the
+per-move path looks its engine move up instead of building one."""
+
+
 def move_from_wire(move: StackoMove) -> Move:
-    return Move(Action(move.action), move.slot)
+    key = (move.action, move.slot)
+    found = _MOVES.get(key)
+    if found is None:
+        found = _MOVES[key] = Move(Action(move.action), move.slot)
+    return found
 
 
 def move_to_wire(move: Move) -> dict[str, Any]:
@@ -181,19 +190,13 @@ def move_to_wire(move: Move) -> dict[str, Any]:
 
 
 def _result(r: RoundResult) -> dict[str, Any]:
-    return {
-        "round": r.round,
-        "finisher": r.finisher,
-        "towers": [list(r.towers[0]), list(r.towers[1])],
-        "scores": list(r.scores),
-    }
+    return {"round": r.round, "finisher": r.finisher, "towers": r.towers, "scores": r.scores}
 
 
 def _event(e: Event) -> dict[str, Any]:
     if isinstance(e, Took | Placed):
-        kind = "took" if isinstance(e, Took) else "placed"
         return {
-            "kind": kind,
+            "kind": "took" if type(e) is Took else "placed",
             "seat": e.seat,
             "slot": e.slot,
             "brick": e.brick,
@@ -211,8 +214,10 @@ def _event(e: Event) -> dict[str, Any]:
 
 
 def view_to_wire(v: StackoView) -> dict[str, Any]:
-    """The ``view`` object of a state frame: built from the seat's engine view and nothing else."""
+    """The ``view`` object of a state frame: built from the seat's engine view and nothing else.
+    Tuples stay tuples (orjson writes them as arrays): no copies on the per-move path."""
     o = v.options
+    outcome = v.outcome
     return {
         "game": "stacko",
         "seat": v.seat,
@@ -223,16 +228,16 @@ def view_to_wire(v: StackoView) -> dict[str, Any]:
         "rounds": o.rounds,
         "turns": v.turns,
         "turn_cap": o.turn_cap,
-        "towers": [list(v.towers[0]), list(v.towers[1])],
-        "seen": [list(v.seen[0]), list(v.seen[1])],
-        "discard": list(v.discard),
+        "towers": v.towers,
+        "seen": v.seen,
+        "discard": v.discard,
         "stack": v.stack_size,
         "drawn": v.drawn,
         "holding": v.holding,
-        "totals": list(v.totals),
+        "totals": v.totals,
         "results": [_result(r) for r in v.results],
         "events": [_event(e) for e in v.events],
-        "outcome": outcome_to_wire(v.outcome) if v.outcome is not None else None,
+        "outcome": outcome_to_wire(outcome) if outcome is not None else None,
     }
 
 
@@ -260,7 +265,9 @@ def legal_to_wire(v: StackoView) -> list[dict[str, Any]] | None:
 
 def legal_json(v: StackoView) -> orjson.Fragment | None:
     """``legal_to_wire`` as ready JSON, for a state frame."""
-    return _legal_wire(v.legal_moves())[2] if v.my_turn else None
+    if v.seat is None or v.seat != v.to_move:
+        return None
+    return _legal_wire(v.legal_moves())[2]
 
 
 def describe(v: StackoView) -> str:

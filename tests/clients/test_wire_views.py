@@ -34,7 +34,7 @@ def check_stacko(game: Stacko) -> int:
         wire = through_json(wire_stacko.view_to_wire(view))
         back = wire_stacko.view_from_wire(wire, game.options)
         assert back == view
-        assert wire_stacko.view_to_wire(back) == wire
+        assert through_json(wire_stacko.view_to_wire(back)) == wire
         legal = wire_stacko.legal_to_wire(view)
         if legal is not None:
             assert moves_from_wire("stacko", through_json(legal)) == list(view.legal_moves())

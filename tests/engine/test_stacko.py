@@ -469,7 +469,7 @@ def find_leaks(
     if not isinstance(v, StackoView):
         return [f"not a StackoView: {type(v).__name__}"]
     problems: list[str] = []
-    names = {f.name for f in dataclasses.fields(v)}
+    names = set(v._fields)
     if names != VIEW_FIELDS:
         problems.append(f"unexpected view fields {sorted(names ^ VIEW_FIELDS)}")
     if v.seat != seat:
@@ -956,25 +956,25 @@ _honest_view = stacko_view.view
 
 def _full_towers(state: Stacko, seat: int | None) -> StackoView:
     v = _honest_view(state, seat)
-    return dataclasses.replace(v, towers=(tuple(state.towers[0]), tuple(state.towers[1])))
+    return v._replace(towers=(tuple(state.towers[0]), tuple(state.towers[1])))
 
 
 def _drawn_for_all(state: Stacko, seat: int | None) -> StackoView:
-    return dataclasses.replace(_honest_view(state, seat), drawn=state.drawn)
+    return _honest_view(state, seat)._replace(drawn=state.drawn)
 
 
 def _raw_events(state: Stacko, seat: int | None) -> StackoView:
-    return dataclasses.replace(_honest_view(state, seat), events=tuple(state.events))
+    return _honest_view(state, seat)._replace(events=tuple(state.events))
 
 
 def _stack_top_shown(state: Stacko, seat: int | None) -> StackoView:
     v = _honest_view(state, seat)
-    return dataclasses.replace(v, discard=(*v.discard, *state.stack[-1:]))
+    return v._replace(discard=(*v.discard, *state.stack[-1:]))
 
 
 def _spectator_as_seat_0(state: Stacko, seat: int | None) -> StackoView:
     v = _honest_view(state, 0 if seat is None else seat)
-    return dataclasses.replace(v, seat=seat)
+    return v._replace(seat=seat)
 
 
 def _one_hidden_slot(state: Stacko, seat: int | None) -> StackoView:
@@ -983,7 +983,7 @@ def _one_hidden_slot(state: Stacko, seat: int | None) -> StackoView:
     other = 1 if seat == 0 else 0
     towers = list(v.towers)
     towers[other] = (state.towers[other][0], *v.towers[other][1:])
-    return dataclasses.replace(v, towers=(towers[0], towers[1]))
+    return v._replace(towers=(towers[0], towers[1]))
 
 
 LEAKY_VIEWS: dict[
@@ -1024,7 +1024,7 @@ def test_the_leak_checker_catches_a_leaky_view(monkeypatch: pytest.MonkeyPatch, 
 def test_the_leak_checker_catches_a_foreign_object() -> None:
     state = Stacko(rng=random.Random(1))
     leaked = SimpleNamespace(
-        **{f.name: getattr(state.view(0), f.name) for f in dataclasses.fields(StackoView)},
+        **state.view(0)._asdict(),
         stack=tuple(state.stack),
     )
     assert find_leaks(state, leaked, 0) != []
@@ -1128,11 +1128,11 @@ def test_resample_refuses_an_impossible_view() -> None:
     state = Stacko(rng=random.Random(31))
     v = state.view(0)
     finished = tuple(sorted(state.towers[1], reverse=True))
-    impossible = dataclasses.replace(v, towers=(v.towers[0], finished))
+    impossible = v._replace(towers=(v.towers[0], finished))
     with pytest.raises(ValueError, match="finishes a tower"):
         resample(impossible, random.Random(1))
     with pytest.raises(ValueError, match="unseen bricks"):
-        resample(dataclasses.replace(v, stack_size=v.stack_size + 1), random.Random(1))
+        resample(v._replace(stack_size=v.stack_size + 1), random.Random(1))
 
 
 def test_resample_never_deals_a_finished_tower_mid_round() -> None:
