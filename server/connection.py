@@ -59,12 +59,20 @@ class Connection:
             ws.ping_interval = interval * random.uniform(0.9, 1.0)
         self.session: Session | None = None
         self.outbox: collections.deque[bytes] = collections.deque()
-        transport = getattr(ws, "transport", None)
+        # Fixed once the handshake is done (this object is made after it): looked up once
+        # here, not on each of the two frames every move sends.
+        self._protocol = ws.protocol
+        self._transport: asyncio.WriteTransport | None = getattr(ws, "transport", None)
+        self._compressed = bool(ws.protocol.extensions)
+        transport = self._transport
         self._high_water = transport.get_write_buffer_limits()[1] if transport else 0
         self._wake = asyncio.Event()
         self._closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._closing: tuple[int, str] | None = None
-        self._tokens = float(config.burst)
+        self._now = clock.time
+        self._rate = float(config.rate_per_second)
+        self._burst = float(config.burst)
+        self._tokens = self._burst
         self._refilled = clock.time()
 
     # -- the Peer interface -------------------------------------------------------------
@@ -94,9 +102,8 @@ class Connection:
         the high-water mark), write the frame without a task switch, as
         ``websockets.broadcast`` does, through the server's ``WriteBatch``. Otherwise the
         writer task sends it from the outbox, waiting for the socket to drain."""
-        ws = self.ws
-        protocol = ws.protocol
-        transport = getattr(ws, "transport", None)
+        transport = self._transport
+        protocol = self._protocol
         if (
             transport is None
             or protocol.state is not State.OPEN
@@ -104,7 +111,7 @@ class Connection:
         ):
             return False
         try:
-            if protocol.extensions:  # compression: websockets frames it
+            if self._compressed:  # websockets frames it
                 protocol.send_text(frame)
                 for data in protocol.data_to_send():
                     self.batch.write(transport, protocol, data)
@@ -247,13 +254,13 @@ class Connection:
 
     def _take_token(self) -> bool:
         """Token bucket: ``rate_per_second`` on average, ``burst`` at once."""
-        now = self.clock.time()
-        cfg = self.config
-        self._tokens = min(
-            float(cfg.burst), self._tokens + (now - self._refilled) * cfg.rate_per_second
-        )
+        now = self._now()
+        tokens = self._tokens + (now - self._refilled) * self._rate
+        if tokens > self._burst:
+            tokens = self._burst
         self._refilled = now
-        if self._tokens < 1.0:
+        if tokens < 1.0:
+            self._tokens = tokens
             return False
-        self._tokens -= 1.0
+        self._tokens = tokens - 1.0
         return True

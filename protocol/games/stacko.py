@@ -5,7 +5,7 @@ seat can hold nothing that seat's view does not.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -270,40 +270,64 @@ def legal_json(v: StackoView) -> orjson.Fragment | None:
     return _legal_wire(v.legal_moves())[2]
 
 
+def _drew_text(e: Drew, viewer: int | None) -> str:
+    name = who(e.seat, viewer)
+    return f"{name} drew {e.brick}" if e.brick is not None else f"{name} drew"
+
+
+def _took_text(e: Took, viewer: int | None) -> str:
+    return (
+        f"{who(e.seat, viewer)} took the open {e.brick} into slot {e.slot}, discarding {e.removed}"
+    )
+
+
+def _placed_text(e: Placed, viewer: int | None) -> str:
+    return (
+        f"{who(e.seat, viewer)} drew and placed {e.brick} in slot {e.slot}, discarding {e.removed}"
+    )
+
+
+def _passed_text(e: Passed, viewer: int | None) -> str:
+    return f"{who(e.seat, viewer)} drew and passed {e.brick}"
+
+
+def _reshuffled_text(e: Reshuffled, viewer: int | None) -> str:
+    return f"the discard pile was shuffled into a new draw stack of {e.stack_size}"
+
+
+def _round_ended_text(e: RoundEnded, viewer: int | None) -> str:
+    r = e.result
+    how = (
+        f"{who(r.finisher, viewer)} finished the tower"
+        if r.finisher is not None
+        else "the turn cap was reached"
+    )
+    return f"round {r.round} over: {how}; scores {score_text(r.scores, viewer)}"
+
+
+def _game_ended_text(e: GameEnded, viewer: int | None) -> str:
+    return outcome_text(e.outcome, viewer)
+
+
+_TEXTS: dict[type, Callable[[Any, int | None], str]] = {
+    Drew: _drew_text,
+    Took: _took_text,
+    Placed: _placed_text,
+    Passed: _passed_text,
+    Reshuffled: _reshuffled_text,
+    RoundEnded: _round_ended_text,
+    GameEnded: _game_ended_text,
+}
+
+
 def describe(v: StackoView) -> str:
     """The last action in words, from the receiver's point of view ("opponent drew and passed
     17"); built from the filtered events, so it cannot name a hidden brick."""
-    parts: list[str] = []
-    for e in v.events:
-        if isinstance(e, Drew):
-            name = who(e.seat, v.seat)
-            parts.append(f"{name} drew {e.brick}" if e.brick is not None else f"{name} drew")
-        elif isinstance(e, Took):
-            name = who(e.seat, v.seat)
-            parts.append(
-                f"{name} took the open {e.brick} into slot {e.slot}, discarding {e.removed}"
-            )
-        elif isinstance(e, Placed):
-            name = who(e.seat, v.seat)
-            parts.append(
-                f"{name} drew and placed {e.brick} in slot {e.slot}, discarding {e.removed}"
-            )
-        elif isinstance(e, Passed):
-            parts.append(f"{who(e.seat, v.seat)} drew and passed {e.brick}")
-        elif isinstance(e, Reshuffled):
-            parts.append(f"the discard pile was shuffled into a new draw stack of {e.stack_size}")
-        elif isinstance(e, RoundEnded):
-            r = e.result
-            how = (
-                f"{who(r.finisher, v.seat)} finished the tower"
-                if r.finisher is not None
-                else "the turn cap was reached"
-            )
-            score = score_text(r.scores, v.seat)
-            parts.append(f"round {r.round} over: {how}; scores {score}")
-        elif isinstance(e, GameEnded):
-            parts.append(outcome_text(e.outcome, v.seat))
-    return "; ".join(parts)
+    events, seat = v.events, v.seat
+    if len(events) == 1:  # nearly always: one action, one event
+        e = events[0]
+        return _TEXTS[type(e)](e, seat)
+    return "; ".join([_TEXTS[type(e)](e, seat) for e in events])
 
 
 # -- wire -> engine: what a client or bot rebuilds from a frame ----------------------------
