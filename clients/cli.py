@@ -246,7 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--delay", type=float, default=0.0, metavar="SECONDS", help="with --auto: pause per move"
     )
-    p.add_argument("--quiet", action="store_true", help="with --auto: print only the result")
+    p.add_argument(
+        "--quiet", action="store_true", help="with --auto: print only results and errors"
+    )
     p.add_argument("--ascii", action="store_true", help="draw in plain ASCII (Stacko bars with #)")
     return p
 
@@ -304,6 +306,12 @@ class Player:
         self.out.write(text + "\n")
         self.out.flush()
 
+    def note(self, text: str) -> None:
+        """A progress line (rooms, joins, queueing): ``--quiet`` leaves only results and
+        errors."""
+        if not self.args.quiet:
+            self.say(text)
+
     def finish(self, code: int, text: str | None = None) -> None:
         if not self.done.done():
             if text:
@@ -341,11 +349,11 @@ class Player:
             joined = await c.create_room(
                 a.game, public=not a.private, options=dict(a.option), bot=a.bot
             )
-            self.say(f"room: {joined['room']}")
+            self.note(f"room: {joined['room']}")
             if a.bot:
-                self.say(f"playing against the built-in {a.bot} bot")
+                self.note(f"playing against the built-in {a.bot} bot")
             else:
-                self.say(f"others join with: stacko-client {c.url} --join {joined['room']}")
+                self.note(f"others join with: stacko-client {c.url} --join {joined['room']}")
         elif a.join:
             await c.join(a.join, "spectator" if a.spectate else "player")
         else:
@@ -354,7 +362,7 @@ class Player:
     async def _queue(self) -> None:
         answer = await self.client.quick_match(self.args.game)
         if answer["type"] == "queued":
-            self.say(f"waiting for an opponent for {answer['game']} ({answer['waiting']} waiting)")
+            self.note(f"waiting for an opponent for {answer['game']} ({answer['waiting']} waiting)")
 
     async def _frames(self) -> None:
         async for frame in self.client:
@@ -367,11 +375,11 @@ class Player:
         if kind == "joined":
             self.room, self.seat, self.over = frame["room"], frame["seat"], False
             self.game = frame.get("game", self.game)
-            self.say(self.joined_text(frame))
+            self.note(self.joined_text(frame))
         elif kind == "state" and frame["room"] == self.room:
             await self.on_state(frame)
         elif kind == "room" and frame["room"] == self.room:
-            self.say(f"room {self.room}: {frame['text']}")
+            self.note(f"room {self.room}: {frame['text']}")
             if self.want_rematch and len(frame["info"]["players"]) < 2:
                 self.finish(1, f"the opponent left; played {len(self.results)} games")
         elif kind == "error":
