@@ -473,6 +473,14 @@ def test_room_codes_are_upper_cased(type_: str) -> None:
     assert msg.room == "8ZWBT9"  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("code", ["\u00dfabc", "ab\u0131c", "\ufb01abc", "ABC", "ABCDEFGHJKLMN"])
+def test_room_codes_are_ascii_letters_and_digits(code: str) -> None:
+    """Checked before upper-casing: "ßabc" would upper-case to "SSABC", which fits the
+    pattern but is not a code anyone was given."""
+    err = refused(json.dumps({"type": "join", "room": code}))
+    assert err.code is ErrorCode.BAD_MESSAGE and "room" in err.message
+
+
 @pytest.mark.parametrize("action", ["take", "draw", "place", "pass"])
 @pytest.mark.parametrize("slot", [None, 0, 7])
 def test_stacko_moves_need_a_slot_iff_take_or_place(action: str, slot: int | None) -> None:
