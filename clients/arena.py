@@ -662,7 +662,7 @@ def run_arena(
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
     result, tasks = _schedule(entrants, deals, seed, pairs)
-    for games in _map(_run_deal, tasks, workers, "games", progress, deadline):
+    for games in _map(_run_deal, tasks, workers, "deals (2 games each)", progress, deadline):
         result.records.extend(games)
     if len(result.records) < 2 * len(tasks):
         result.complete = False
