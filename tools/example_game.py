@@ -47,7 +47,7 @@ SEED = 6
 """The deal. Chosen so that the short game shows every Stacko event kind."""
 OPTIONS: dict[str, Any] = {"tower": 3, "bricks": 8, "rounds": 1, "clock_ms": 30_000}
 START_MS = 1_767_268_800_000
-"""2026-01-01T12:00:00Z, the simulated server clock at the first frame."""
+"""2026-01-01T12:00:00Z, the fake server clock at the first frame."""
 NAMES = ("Ann", "Bob")
 ROOM_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 SERVER = "stacko/0.1.0"
