@@ -301,8 +301,9 @@ GameView = Annotated[StackoViewModel | StakkoViewModel, Field(discriminator="gam
 
 
 class State(Message):
-    """The game as this receiver may know it, after every change. ``seq`` counts the state
-    frames this connection got for this room; ``deadline_ms`` is the seat-to-move's clock."""
+    """The game as this receiver may know it, after every change. ``seq`` is the room's
+    state version (the same in every receiver's frame for one change); ``deadline_ms`` is the
+    seat-to-move's clock."""
 
     type: Literal["state"]
     room: str
@@ -363,9 +364,12 @@ in profiles of the per-move path."""
 
 
 def parse_client(data: str | bytes) -> ClientMessage:
-    """One received text frame -> a typed message, or ``ProtocolError`` saying what is wrong."""
+    """One received text frame -> a typed message, or ``ProtocolError`` saying what is wrong.
+
+    Strict: a field of the wrong JSON type is refused, never converted (``"1"``, ``true`` or
+    ``1.0`` where an int belongs), as PROTOCOL.md says."""
     try:
-        return _validate_client(data)  # type: ignore[no-any-return]
+        return _validate_client(data, strict=True)  # type: ignore[no-any-return]
     except ValidationError as exc:
         code, text = _error_text(exc)
         raise ProtocolError(code, text, request_id=_request_id(data)) from None

@@ -214,11 +214,11 @@ class Connection:
             self.fail(ErrorCode.RATE_LIMITED, "too many frames; slow down")
             return
         if isinstance(data, bytes):
-            self.send(frames.error(ErrorCode.BINARY_FRAME, "send text frames with JSON"))
+            self._refuse(ErrorCode.BINARY_FRAME, "send text frames with JSON")
             return
         limit = self.config.max_frame_bytes
         if len(data) > limit or (4 * len(data) > limit and len(data.encode()) > limit):
-            self.send(frames.error(ErrorCode.TOO_BIG, f"frames are limited to {limit} bytes"))
+            self._refuse(ErrorCode.TOO_BIG, f"frames are limited to {limit} bytes")
             return
         msg: messages.ClientMessage | None = None
         try:
@@ -242,6 +242,14 @@ class Connection:
             log.exception("internal error while handling a frame")
             self.send(frames.error(ErrorCode.INTERNAL_ERROR, "internal error", fatal=True))
             self.close(CLOSE_INTERNAL, "internal_error")
+
+    def _refuse(self, code: ErrorCode, message: str) -> None:
+        """A frame dropped unread: an error, fatal before ``welcome`` (the first frame must be
+        a valid ``hello``)."""
+        if self.session is None:
+            self.fail(code, message)
+        else:
+            self.send(frames.error(code, message))
 
     def _handle_move(self, msg: messages.MoveMessage, started: float) -> None:
         """A move, timed: applied iff the room's state version moved (a stale ply does not)."""

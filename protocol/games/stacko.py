@@ -155,7 +155,7 @@ class StackoViewModel(WireModel):
 def options_from_wire(raw: dict[str, Any]) -> tuple[StackoOptions, int | None]:
     """Validated room options -> engine options and the move clock (ms). Raises
     ``pydantic.ValidationError`` or ``engine.InvalidOptionsError``."""
-    model = StackoOptionsModel.model_validate(raw)
+    model = StackoOptionsModel.model_validate(raw, strict=True)
     engine = StackoOptions(model.bricks, model.tower, model.rounds, model.turn_cap)
     return engine, model.clock_ms
 

@@ -114,7 +114,7 @@ class StakkoViewModel(WireModel):
 def options_from_wire(raw: dict[str, Any]) -> tuple[StakkoOptions, int | None]:
     """Validated room options -> engine options and the move clock (ms). Raises
     ``pydantic.ValidationError`` or ``engine.InvalidOptionsError``."""
-    model = StakkoOptionsModel.model_validate(raw)
+    model = StakkoOptionsModel.model_validate(raw, strict=True)
     return StakkoOptions(model.variant, model.ply_cap), model.clock_ms
 
 

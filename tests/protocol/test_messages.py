@@ -15,6 +15,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from engine.outcome import Termination
 from engine.stacko import Stacko, StackoOptions
@@ -471,6 +472,44 @@ def test_room_codes_are_upper_cased(type_: str) -> None:
     sample = next(s for s in CLIENT_SAMPLES if s["type"] == type_)
     msg = parse_client(json.dumps({**sample, "room": "8zwbt9"}))
     assert msg.room == "8ZWBT9"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        {"type": "ping", "id": 3.0},
+        {"type": "ping", "id": True},
+        {"type": "hello", "protocol": "1", "name": "a"},
+        {"type": "hello", "protocol": 1.0, "name": "a"},
+        {"type": "hello", "protocol": True, "name": "a"},
+        {"type": "create_room", "public": 1},
+        {"type": "create_room", "seat": True},
+        {"type": "create_room", "options": {"bricks": 8.0}},
+        {"type": "move", "room": "ABCD", "ply": "3", "move": {"action": "draw"}},
+        {"type": "move", "room": "ABCD", "ply": 3, "move": {"action": "take", "slot": 1.0}},
+        {"type": "move", "room": "ABCD", "ply": 3, "move": {"stack": "1", "count": 2}},
+        {"type": "join", "room": 1234},
+    ],
+)
+def test_values_of_the_wrong_json_type_are_refused_not_converted(frame: dict[str, Any]) -> None:
+    """PROTOCOL.md: an int is a JSON integer; a field of the wrong type is bad_message."""
+    assert refused(frame).code is ErrorCode.BAD_MESSAGE
+
+
+@pytest.mark.parametrize(
+    ("game", "options"),
+    [
+        ("stacko", {"rounds": True}),
+        ("stacko", {"bricks": "40"}),
+        ("stakko", {"ply_cap": False}),
+        ("stakko", {"clock_ms": "30000"}),
+    ],
+)
+def test_room_options_are_strict_too(game: str, options: dict[str, Any]) -> None:
+    """Options pass the message's loose value type (int, bool, string or null), then the
+    game's own model: there a bool or a string is not a number."""
+    with pytest.raises(ValidationError):
+        CODECS[game].options_from_wire(options)
 
 
 @pytest.mark.parametrize("code", ["\u00dfabc", "ab\u0131c", "\ufb01abc", "ABC", "ABCDEFGHJKLMN"])

@@ -190,6 +190,21 @@ async def case_malformed_first_frame(h, game, c):
     assert code == 1008
 
 
+async def case_binary_first_frame(h, game, c):
+    """Before welcome every frame that is not a valid hello is fatal, binary ones too."""
+    fresh = await h.client("fresh", hello=False)
+    await fresh.ws.send(b'{"type": "hello", "protocol": 1, "name": "bin"}')
+    await expect_error(fresh, "binary_frame", rid=None, fatal=True)
+    await expect_policy_close(fresh, "binary_frame")
+
+
+async def case_oversize_first_frame(h, game, c):
+    fresh = await h.client("fresh", hello=False)
+    await fresh.send_raw('{"type": "hello", "protocol": 1, "name": "' + "x" * 5000 + '"}')
+    await expect_error(fresh, "too_big", rid=None, fatal=True)
+    await expect_policy_close(fresh, "too_big")
+
+
 async def case_fragmented_message(h, game, c):
     """A message in three fragments is one message (an error here: it is not valid)."""
     await c.ws.send(iter(['{"type": "ping", ', '"id": 41', ", 1}"]))
