@@ -39,6 +39,7 @@ if __package__ in (None, ""):  # run as a script: the repo, not bench/, goes on 
 from bench import driver
 from bench.driver import RELAY_FRAME
 from bench.wsclient import (
+    HelpFormatter,
     proc_cpu,
     proc_status,
     progress,
@@ -141,7 +142,8 @@ async def measure(
             cpu["t"] = time.perf_counter()
         elif not quiet:
             progress(
-                f"[{kind} {t:5.1f}s] conns {snap['conns']} round trips {snap['moves']} "
+                f"[{kind}{' light' if pace else ''} {t:5.1f}s] conns {snap['conns']} "
+                f"round trips {snap['moves']} "
                 f"errors {snap['errors']} disconnects {snap['disconnects']}"
             )
 
@@ -187,7 +189,7 @@ async def measure(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     ap.add_argument("--serve", action="store_true", help="only run the echo server")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
@@ -196,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--light-conns", type=int, default=100, help="light load: connections")
     ap.add_argument("--light-pace", type=float, default=2.0, help="light load: seconds per frame")
     ap.add_argument("--duration", type=float, default=10.0, help="seconds per measurement")
-    ap.add_argument("--light-duration", type=float, default=20.0)
+    ap.add_argument("--light-duration", type=float, default=20.0, help="light load: seconds")
     ap.add_argument("--procs", type=int, default=1, help="client processes")
     ap.add_argument("--servers", type=int, default=1, help="echo server processes")
     args = ap.parse_args(argv)

@@ -41,6 +41,7 @@ if __package__ in (None, ""):  # run as a script: the repo, not bench/, goes on 
 
 from bench import driver, echo
 from bench.wsclient import (
+    HelpFormatter,
     http_get,
     parse_prometheus,
     parse_url,
@@ -221,36 +222,34 @@ async def run_load(args: argparse.Namespace) -> dict[str, Any]:
     if args.timeline:
         result["timeline"] = driver.timeline(res.lat, res.lat_t)
     if "echo" in result:
-        result["vs_echo"] = ratios(result, result["echo"])
+        result["vs_echo"] = ratios(result, result["echo"], "echo")
     if "relay" in result:
-        result["vs_relay"] = ratios(result, result["relay"])
+        result["vs_relay"] = ratios(result, result["relay"], "relay")
     return result
 
 
-def ratios(game: dict[str, Any], echo_res: dict[str, Any]) -> dict[str, Any]:
-    """The game's figures over a baseline's (``echo`` or ``relay``; a relay "round trip" is
-    one move: a frame in, two out)."""
+def ratios(game: dict[str, Any], echo_res: dict[str, Any], name: str) -> dict[str, Any]:
+    """The game's figures over a baseline's (``name``: ``echo`` or ``relay``; a relay "round
+    trip" is one move: a frame in, two out)."""
 
     def div(a: float | None, b: float | None) -> float | None:
         return round(a / b, 3) if a is not None and b else None
 
     lat, elat = game["latency_opponent"], echo_res["latency"]
     return {
-        "echo_cpu_per_round_trip / server_cpu_per_move": div(
+        f"{name}_cpu_per_round_trip / server_cpu_per_move": div(
             echo_res["server_cpu_us_per_round_trip"], game["server"]["cpu_us_per_move"]
         ),
-        "moves_per_s / echo_round_trips_per_s": div(
+        f"moves_per_s / {name}_round_trips_per_s": div(
             game["moves_per_s"], echo_res["round_trips_per_s"]
         ),
-        "p50 / echo_p50": div(lat["p50_ms"], elat["p50_ms"]),
-        "p99 / echo_p99": div(lat["p99_ms"], elat["p99_ms"]),
+        f"p50 / {name}_p50": div(lat["p50_ms"], elat["p50_ms"]),
+        f"p99 / {name}_p99": div(lat["p99_ms"], elat["p99_ms"]),
     }
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     ap.add_argument("--matches", type=int, default=100, help="concurrent matches (2 conns each)")
     ap.add_argument("--pace", type=float, default=0.0,
                     help="seconds between moves per match; 0: as fast as possible")  # fmt: skip
@@ -260,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--games", type=int, default=0, help="games per match at most (0: no limit)")
     ap.add_argument("--rematch-delay", type=float, default=None,
                     help="a match asks for its rematch 0..this many seconds after a game "
-                         "(default: 5 x pace)")  # fmt: skip
+                         "(None: 5 x pace)")  # fmt: skip
     ap.add_argument("--options", default='{"turn_cap": 30, "rounds": 1}',
                     help="room options (JSON) for create_room")  # fmt: skip
     ap.add_argument("--procs", type=int, default=1, help="client processes")
@@ -275,7 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="event loop of the started servers (and the echo baseline)")  # fmt: skip
     ap.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=True,
                     help="measure the echo baseline with the same shape first")  # fmt: skip
-    ap.add_argument("--baseline-duration", type=float, default=10.0)
+    ap.add_argument("--baseline-duration", type=float, default=10.0,
+                    help="seconds of play of each baseline (echo, relay)")  # fmt: skip
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
     ap.add_argument("--timeline", action="store_true",
@@ -289,6 +289,14 @@ def main(argv: list[str] | None = None) -> int:
         build_parser().error("give one --server-pid per --url")
     result = asyncio.run(run_load(args))
     print(json.dumps(result, indent=2))
+    if "rate_limited" in result["error_codes"]:
+        progress(
+            "the server rate-limited the clients: a server given with --url needs its limit "
+            "lifted for --pace 0 (python -m server --rate-per-second 1000000 --burst 1000000)"
+        )
+    if result["moves"] == 0:
+        progress("no move was counted: see errors and error_codes above")
+        return 1
     return 0
 
 

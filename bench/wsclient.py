@@ -17,6 +17,7 @@ reading its URL, percentiles.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
 import contextlib
@@ -367,6 +368,10 @@ def percentiles(samples: Sequence[float], qs: Sequence[float] = (50, 95, 99)) ->
         out[key] = round(data[rank] * 1000, 4)
     out["max_ms"] = round(data[-1] * 1000, 4) if data else None
     return out
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` of the bench tools: the module docstring as written, and every default."""
 
 
 def progress(text: str) -> None:
