@@ -45,9 +45,13 @@ def raise_file_limit() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     config = parse_args(argv)
-    logging.basicConfig(
-        level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    level = config.log_level.upper()
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if level != "DEBUG":
+        # websockets says "connection open" and "connection closed" for every connection and
+        # two lines for every /healthz or /metrics request, at INFO: thousands of lines an
+        # hour on a busy server. /metrics counts connections; DEBUG shows the lines again.
+        logging.getLogger("websockets").setLevel(max(logging.WARNING, logging.getLevelName(level)))
     files = raise_file_limit()
     log = logging.getLogger("stacko.server")
     log.info("open files limit: %d (about as many connections)", files)

@@ -93,6 +93,10 @@ async def test_sigterm_closes_clients_with_1001(tmp_path):
             proc.kill()
             await proc.wait()
         stderr.close()
+    log = (tmp_path / "stderr.txt").read_text()
+    assert "stacko server listening" in log and "shutting down" in log
+    # At the default level (INFO) no line per connection or per HTTP request.
+    assert "connection open" not in log and "HTTP response sent" not in log, log
 
 
 async def test_http_paths_on_the_websocket_port(harness):
