@@ -9,6 +9,7 @@ dicts by ``protocol.frames`` and serialized with orjson; the models below descri
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -327,10 +328,17 @@ SERVER = TypeAdapter[ServerMessage](ServerMessage)
 # -- the boundary ---------------------------------------------------------------------------
 
 
+_MEMBER_TAG = re.compile(r"^(constrained-)?(int|str|bool|float|none)$|\[")
+"""pydantic's names for the members of a plain union (``constrained-int``) and for wrapped
+validators (``function-after[...]``) in an error's location: not fields, so not shown."""
+
+
 def _error_text(exc: ValidationError) -> tuple[ErrorCode, str]:
     first = exc.errors(include_url=False, include_input=False)[0]
     kind = first["type"]
-    where = ".".join(str(p) for p in first["loc"])
+    where = ".".join(
+        str(p) for p in first["loc"] if not (isinstance(p, str) and _MEMBER_TAG.search(p))
+    )
     if kind == "json_invalid":
         return ErrorCode.BAD_JSON, f"not valid JSON: {first['msg']}"
     if kind == "union_tag_invalid":
