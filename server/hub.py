@@ -7,9 +7,9 @@ hub needs no locks. Connections (``server.connection``) call ``hello``, ``handle
 
 from __future__ import annotations
 
+import base64
 import logging
 import random
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,7 +58,10 @@ class Hub:
         schedule_soon: Callable[[Callable[[], None]], None],
         bots: dict[str, list[str]] | None = None,
         bot_factory: BotFactory | None = None,
+        ids: random.Random | None = None,
     ) -> None:
+        """``ids`` draws session tokens and room codes: the OS's secure source unless a test
+        or a document generator needs them repeatable."""
         self.config = config
         self.clock = clock
         self.sessions: dict[str, Session] = {}
@@ -76,6 +79,7 @@ class Hub:
             reconnect_grace_s=config.reconnect_grace_s,
         )
         self._bot_rng = rng_factory()
+        self._ids = ids if ids is not None else random.SystemRandom()
 
     # -- sessions -----------------------------------------------------------------------
 
@@ -91,7 +95,7 @@ class Hub:
         session = self.sessions.get(msg.token) if msg.token else None
         resumed = session is not None
         if session is None:
-            session = Session(secrets.token_urlsafe(24), msg.name)
+            session = Session(self._token(), msg.name)
             self.sessions[session.token] = session
         else:
             if session.expiry is not None:
@@ -143,6 +147,10 @@ class Hub:
             seat = room.seat_of(session)
             if seat is not None:
                 room.dropped(seat)
+
+    def _token(self) -> str:
+        """192 random bits, URL-safe base64 (``secrets.token_urlsafe(24)`` from ``_ids``)."""
+        return base64.urlsafe_b64encode(self._ids.randbytes(24)).decode()
 
     def _expire(self, session: Session) -> None:
         session.expiry = None
@@ -250,7 +258,7 @@ class Hub:
 
     def _room_code(self) -> str:
         while True:
-            code = "".join(secrets.choice(ROOM_ALPHABET) for _ in range(ROOM_CODE_LENGTH))
+            code = "".join(self._ids.choice(ROOM_ALPHABET) for _ in range(ROOM_CODE_LENGTH))
             if code not in self.rooms:
                 return code
 

@@ -166,3 +166,20 @@ async def test_keepalive_drops_a_silent_player(make_harness):
     gone = await b.expect("room", room=code)
     assert gone["info"]["players"][0]["connected"] is False and gone["forfeit_ms"] == {"0": 60_000}
     await b.barrier()  # the healthy client, pinged too, is still there
+
+
+async def test_session_tokens_and_room_codes_look_as_documented(harness):
+    """PROTOCOL.md: a token is 192 random bits in 32 URL-safe base64 characters; a room code
+    is 6 characters without I, O, 0 or 1. Drawn from the OS's secure source by default."""
+    import random
+    import re
+
+    tokens = set()
+    for i in range(20):
+        c = await harness.client(f"t{i}", hello=False)
+        tokens.add((await c.hello(f"t{i}"))["session"])
+    assert len(tokens) == 20
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{32}", t) for t in tokens), tokens
+    code = await harness.create(await harness.client("maker"), SMALL)
+    assert re.fullmatch(r"[A-HJ-NP-Z2-9]{6}", code), code
+    assert isinstance(harness.server.hub._ids, random.SystemRandom)
