@@ -303,11 +303,11 @@ def table(res: dict[str, Any]) -> str:
     row(f"slow consumers dropped ({sl['slow']} never read)", sl["slow_dropped"], None, None,
         f"= {sl['slow']}", sl["slow_dropped"] == sl["slow"])  # fmt: skip
     row("  RSS growth KB while they hung (bound)", sl["rss_growth_kb"], None, None,
-        f"<= {sl['bound_kb']:,} + {sl.get('slack_kb', 20_000):,}",
-        sl["rss_growth_kb"] <= sl["bound_kb"] + sl.get("slack_kb", 20_000))  # fmt: skip
+        f"<= {sl['bound_kb']:,} + {sl['slack_kb']:,}",
+        sl["rss_growth_kb"] <= sl["bound_kb"] + sl["slack_kb"])  # fmt: skip
     row("  fast players' errors / disconnects meanwhile",
-        f"{sl.get('fast_errors')} / {sl.get('fast_disconnects')}", None, None, "0",
-        sl.get("fast_errors") == 0 and sl.get("fast_disconnects") == 0)  # fmt: skip
+        f"{sl['fast_errors']} / {sl['fast_disconnects']}", None, None, "0",
+        sl["fast_errors"] == 0 and sl["fast_disconnects"] == 0)  # fmt: skip
     row("  seconds until all dropped", sl["seconds_to_drop_all"])
 
     head = ("figure", "value", "echo", "ratio", "target", "")

@@ -73,7 +73,7 @@ class Connection:
         self._rate = float(config.rate_per_second)
         self._burst = float(config.burst)
         self._tokens = self._burst
-        self._refilled = clock.time()
+        self._refilled = self._now()
 
     # -- the Peer interface -------------------------------------------------------------
 
@@ -130,7 +130,7 @@ class Connection:
                 self._closed.set_result(None)
 
     def _abort(self) -> None:
-        transport = getattr(self.ws, "transport", None)
+        transport = self._transport
         if transport is not None and not transport.is_closing():
             transport.abort()
 

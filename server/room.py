@@ -307,8 +307,7 @@ class Room:
         self.seq += 1
         game = self.game
         assert game is not None
-        if self._clock_timer is not None or self.deadline is not None:
-            self._stop_clock()
+        self._stop_clock()
         if self.clock_ms is not None and game.outcome() is None:
             self.deadline = self.hooks.clock.time() + self.clock_ms / 1000
             self._clock_timer = self.hooks.clock.call_at(self.deadline, self._clock_ran_out)

@@ -265,9 +265,7 @@ def legal_to_wire(v: StackoView) -> list[dict[str, Any]] | None:
 
 def legal_json(v: StackoView) -> orjson.Fragment | None:
     """``legal_to_wire`` as ready JSON, for a state frame."""
-    if v.seat is None or v.seat != v.to_move:
-        return None
-    return _legal_wire(v.legal_moves())[2]
+    return _legal_wire(v.legal_moves())[2] if v.my_turn else None
 
 
 def _drew_text(e: Drew, viewer: int | None) -> str:
@@ -323,11 +321,7 @@ _TEXTS: dict[type, Callable[[Any, int | None], str]] = {
 def describe(v: StackoView) -> str:
     """The last action in words, from the receiver's point of view ("opponent drew and passed
     17"); built from the filtered events, so it cannot name a hidden brick."""
-    events, seat = v.events, v.seat
-    if len(events) == 1:  # nearly always: one action, one event
-        e = events[0]
-        return _TEXTS[type(e)](e, seat)
-    return "; ".join([_TEXTS[type(e)](e, seat) for e in events])
+    return "; ".join([_TEXTS[type(e)](e, v.seat) for e in v.events])
 
 
 # -- wire -> engine: what a client or bot rebuilds from a frame ----------------------------
