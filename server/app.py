@@ -28,6 +28,7 @@ from server.config import ServerConfig
 from server.connection import CLOSE_GOING_AWAY, Connection
 from server.hub import BotFactory, Hub
 from server.metrics import CONTENT_TYPE, Metrics
+from server.rng import SystemShuffle
 from server.wsconn import DirectServerConnection
 
 log = logging.getLogger("stacko.server")
@@ -53,7 +54,7 @@ class Server:
         config: ServerConfig | None = None,
         *,
         clock: Clock | None = None,
-        rng_factory: Callable[[], random.Random] = random.SystemRandom,
+        rng_factory: Callable[[], random.Random] = SystemShuffle,
         bots: tuple[dict[str, list[str]], BotFactory | None] | None = None,
     ) -> None:
         self.config = config or ServerConfig()

@@ -23,6 +23,7 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.games import CODECS
 from server.clock import Clock, Timer
 from server.config import ServerConfig
+from server.rng import SystemShuffle
 from server.room import Chooser, Peer, Player, Room, RoomHooks
 
 log = logging.getLogger("stacko.hub")
@@ -54,7 +55,7 @@ class Hub:
         config: ServerConfig,
         clock: Clock,
         *,
-        rng_factory: Callable[[], random.Random] = random.SystemRandom,
+        rng_factory: Callable[[], random.Random] = SystemShuffle,
         schedule_soon: Callable[[Callable[[], None]], None],
         bots: dict[str, list[str]] | None = None,
         bot_factory: BotFactory | None = None,
