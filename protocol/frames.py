@@ -70,7 +70,7 @@ def state(
             "type": "state",
             "room": room,
             "seq": seq,
-            "view": codec.view_to_wire(view),
+            "view": (codec.view_json or codec.view_to_wire)(view),
             "text": text,
             "legal": (codec.legal_json or codec.legal_to_wire)(view),
             "deadline_ms": deadline_ms,

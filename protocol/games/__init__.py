@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from protocol.games import stacko, stakko
+from protocol.games import stacko, stacko_encode, stakko
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,14 +37,17 @@ class GameCodec:
     legal_json: Callable[[Any], Any] | None = None
     """``legal_to_wire`` in any form ``orjson`` encodes to the same JSON (a cached
     ``orjson.Fragment``, say); the state frame uses it when a game has one."""
+    view_json: Callable[[Any], Any] | None = None
+    """``view_to_wire`` in any form ``orjson`` encodes to the same JSON; the state frame uses
+    it when a game has one (Stacko's encodes the part every receiver sees alike once)."""
 
 
 CODECS: dict[str, GameCodec] = {
     "stacko": GameCodec(
         "stacko", stacko.StackoOptionsModel, stacko.StackoMove, stacko.options_from_wire,
-        stacko.options_to_wire, stacko.move_from_wire, stacko.move_to_wire,
-        stacko.view_to_wire, stacko.legal_to_wire, stacko.describe, stacko.view_from_wire,
-        stacko.legal_json,
+        stacko.options_to_wire, stacko.move_from_wire, stacko_encode.move_to_wire,
+        stacko_encode.view_to_wire, stacko_encode.legal_to_wire, stacko_encode.describe,
+        stacko.view_from_wire, stacko_encode.legal_json, stacko_encode.view_json,
     ),
     "stakko": GameCodec(
         "stakko", stakko.StakkoOptionsModel, stakko.StakkoMoveModel, stakko.options_from_wire,

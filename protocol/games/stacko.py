@@ -5,10 +5,9 @@ seat can hold nothing that seat's view does not.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-import orjson
 from pydantic import Field, model_validator
 
 from engine.stacko import (
@@ -31,11 +30,7 @@ from protocol.games.common import (
     OutcomeModel,
     WireModel,
     outcome_from_wire,
-    outcome_text,
-    outcome_to_wire,
     pair,
-    score_text,
-    who,
 )
 
 Brick = Annotated[int, Field(ge=1, le=200)]
@@ -181,147 +176,6 @@ def move_from_wire(move: StackoMove) -> Move:
     if found is None:
         found = _MOVES[key] = Move(Action(move.action), move.slot)
     return found
-
-
-def move_to_wire(move: Move) -> dict[str, Any]:
-    if move.slot is None:
-        return {"action": move.action.value}
-    return {"action": move.action.value, "slot": move.slot}
-
-
-def _result(r: RoundResult) -> dict[str, Any]:
-    return {"round": r.round, "finisher": r.finisher, "towers": r.towers, "scores": r.scores}
-
-
-def _event(e: Event) -> dict[str, Any]:
-    if isinstance(e, Took | Placed):
-        return {
-            "kind": "took" if type(e) is Took else "placed",
-            "seat": e.seat,
-            "slot": e.slot,
-            "brick": e.brick,
-            "removed": e.removed,
-        }
-    if isinstance(e, Drew):
-        return {"kind": "drew", "seat": e.seat, "brick": e.brick}
-    if isinstance(e, Passed):
-        return {"kind": "passed", "seat": e.seat, "brick": e.brick}
-    if isinstance(e, Reshuffled):
-        return {"kind": "reshuffled", "stack": e.stack_size}
-    if isinstance(e, RoundEnded):
-        return {"kind": "round_ended", **_result(e.result)}
-    return {"kind": "game_ended", **outcome_to_wire(e.outcome)}
-
-
-def view_to_wire(v: StackoView) -> dict[str, Any]:
-    """The ``view`` object of a state frame: built from the seat's engine view and nothing else.
-    Tuples stay tuples (orjson writes them as arrays): no copies on the per-move path."""
-    o = v.options
-    outcome = v.outcome
-    return {
-        "game": "stacko",
-        "seat": v.seat,
-        "phase": v.phase.value,
-        "to_move": v.to_move,
-        "ply": v.ply,
-        "round": v.round,
-        "rounds": o.rounds,
-        "turns": v.turns,
-        "turn_cap": o.turn_cap,
-        "towers": v.towers,
-        "seen": v.seen,
-        "discard": v.discard,
-        "stack": v.stack_size,
-        "drawn": v.drawn,
-        "holding": v.holding,
-        "totals": v.totals,
-        "results": [_result(r) for r in v.results],
-        "events": [_event(e) for e in v.events],
-        "outcome": outcome_to_wire(outcome) if outcome is not None else None,
-    }
-
-
-_LEGAL_WIRE: dict[int, tuple[tuple[Move, ...], list[dict[str, Any]], orjson.Fragment]] = {}
-"""The wire form of each legal-move table, as dicts and as ready JSON, keyed by the table's
-identity: the engine's legal moves are one shared tuple per (tower size, phase), so this holds
-at most 38 entries, and a your-turn frame embeds the ready JSON instead of hashing and
-re-encoding a dozen moves."""
-
-
-def _legal_wire(
-    moves: tuple[Move, ...],
-) -> tuple[tuple[Move, ...], list[dict[str, Any]], orjson.Fragment]:
-    cached = _LEGAL_WIRE.get(id(moves))
-    if cached is None or cached[0] is not moves:
-        wire = [move_to_wire(m) for m in moves]
-        cached = _LEGAL_WIRE[id(moves)] = (moves, wire, orjson.Fragment(orjson.dumps(wire)))
-    return cached
-
-
-def legal_to_wire(v: StackoView) -> list[dict[str, Any]] | None:
-    """The receiver's legal moves, or ``None`` when it is not its turn."""
-    return list(_legal_wire(v.legal_moves())[1]) if v.my_turn else None
-
-
-def legal_json(v: StackoView) -> orjson.Fragment | None:
-    """``legal_to_wire`` as ready JSON, for a state frame."""
-    return _legal_wire(v.legal_moves())[2] if v.my_turn else None
-
-
-def _drew_text(e: Drew, viewer: int | None) -> str:
-    name = who(e.seat, viewer)
-    return f"{name} drew {e.brick}" if e.brick is not None else f"{name} drew"
-
-
-def _took_text(e: Took, viewer: int | None) -> str:
-    return (
-        f"{who(e.seat, viewer)} took the open {e.brick} into slot {e.slot}, discarding {e.removed}"
-    )
-
-
-def _placed_text(e: Placed, viewer: int | None) -> str:
-    return (
-        f"{who(e.seat, viewer)} drew and placed {e.brick} in slot {e.slot}, discarding {e.removed}"
-    )
-
-
-def _passed_text(e: Passed, viewer: int | None) -> str:
-    return f"{who(e.seat, viewer)} drew and passed {e.brick}"
-
-
-def _reshuffled_text(e: Reshuffled, viewer: int | None) -> str:
-    return f"the discard pile was shuffled into a new draw stack of {e.stack_size}"
-
-
-def _round_ended_text(e: RoundEnded, viewer: int | None) -> str:
-    r = e.result
-    how = (
-        f"{who(r.finisher, viewer)} finished the tower"
-        if r.finisher is not None
-        else "the turn cap was reached"
-    )
-    return f"round {r.round} over: {how}; scores {score_text(r.scores, viewer)}"
-
-
-def _game_ended_text(e: GameEnded, viewer: int | None) -> str:
-    return outcome_text(e.outcome, viewer)
-
-
-_TEXTS: dict[type, Callable[[Any, int | None], str]] = {
-    Drew: _drew_text,
-    Took: _took_text,
-    Placed: _placed_text,
-    Passed: _passed_text,
-    Reshuffled: _reshuffled_text,
-    RoundEnded: _round_ended_text,
-    GameEnded: _game_ended_text,
-}
-
-
-def describe(v: StackoView) -> str:
-    """The last action in words, from the receiver's point of view ("opponent drew and passed
-    17"); built from the filtered events, so it cannot name a hidden brick."""
-    return "; ".join([_TEXTS[type(e)](e, v.seat) for e in v.events])
 
 
 # -- wire -> engine: what a client or bot rebuilds from a frame ----------------------------

@@ -20,6 +20,7 @@ from engine.outcome import Termination
 from engine.stacko import Stacko, StackoOptions
 from engine.stakko import Stakko, StakkoOptions
 from protocol.games import stacko as wire_stacko
+from protocol.games import stacko_encode
 from protocol.games import stakko as wire_stakko
 
 
@@ -31,11 +32,11 @@ def check_stacko(game: Stacko) -> int:
     checked = 0
     for seat in (0, 1, None):
         view = game.view(seat)
-        wire = through_json(wire_stacko.view_to_wire(view))
+        wire = through_json(stacko_encode.view_to_wire(view))
         back = wire_stacko.view_from_wire(wire, game.options)
         assert back == view
-        assert through_json(wire_stacko.view_to_wire(back)) == wire
-        legal = wire_stacko.legal_to_wire(view)
+        assert through_json(stacko_encode.view_to_wire(back)) == wire
+        legal = stacko_encode.legal_to_wire(view)
         if legal is not None:
             assert moves_from_wire("stacko", through_json(legal)) == list(view.legal_moves())
         checked += 1
@@ -79,7 +80,7 @@ def test_stacko_resigned_game_round_trips() -> None:
 
 def test_stacko_view_must_match_the_room_options() -> None:
     game = Stacko(rng=random.Random(1))
-    wire = wire_stacko.view_to_wire(game.view(0))
+    wire = stacko_encode.view_to_wire(game.view(0))
     with pytest.raises(ValueError, match="options"):
         wire_stacko.view_from_wire(wire, StackoOptions(rounds=3))
     with pytest.raises(ValueError, match="options"):

@@ -22,13 +22,8 @@ from engine.stacko import Stacko, StackoOptions
 from protocol import frames, schema
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.games import CODECS
-from protocol.games.stacko import (
-    StackoMove,
-    StackoViewModel,
-    legal_to_wire,
-    options_to_wire,
-    view_to_wire,
-)
+from protocol.games.stacko import StackoMove, StackoViewModel, options_to_wire
+from protocol.games.stacko_encode import legal_to_wire, view_to_wire
 from protocol.messages import (
     CLIENT,
     PROTOCOL_VERSION,
