@@ -44,6 +44,7 @@ if __package__ in (None, ""):  # run as a script: the repo, not bench/, goes on 
 
 from bench import echo, loadgen, slow_consumer
 from bench.wsclient import REPO, HelpFormatter, progress, raise_nofile
+from server import compiled
 
 SHORT_GAMES = '{"turn_cap": 10, "rounds": 1}'
 
@@ -92,6 +93,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     res: dict[str, Any] = {"quick": q, "runs": runs, "started": time.strftime("%F %T")}
     res["nofile"] = raise_nofile()
     res["loadavg_start"] = loadavg()
+    running, stale = compiled.status()  # the servers it starts run this tree's modules
+    res["compiled"] = {"modules": len(running), "of": len(compiled.MODULES), "stale": stale}
 
     progress("== engine")
     res["engine"] = engine_bench(q)
@@ -348,7 +351,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"stacko benchmarks ({'quick' if args.quick else 'full'}, loop {args.loop}, "
         f"{res['seconds']:.0f} s, load average {' '.join(res['loadavg_start'])} -> "
-        f"{' '.join(res['loadavg_end'])}, file limit {res['nofile']['hard']})"
+        f"{' '.join(res['loadavg_end'])}, file limit {res['nofile']['hard']}, "
+        f"{res['compiled']['modules']} of {res['compiled']['of']} per-move modules compiled"
+        + (f", STALE: {res['compiled']['stale']}" if res["compiled"]["stale"] else "")
+        + ")"
     )
     print(table(res))
     return 0

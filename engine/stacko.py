@@ -261,7 +261,11 @@ class Stacko:
     events: list[Event]
     """What the last applied action did (unfiltered: never send it, use ``view``)."""
 
-    def __init__(self, options: StackoOptions | None = None, *, rng: random.Random) -> None:
+    def __init__(
+        self, options: StackoOptions | None = None, *, rng: random.Random, deal: bool = True
+    ) -> None:
+        """``deal=False``: no bricks yet, for ``copy`` and ``resample``, which set every field
+        themselves (compiled, a class cannot be made without its ``__init__``)."""
         self.options = options if options is not None else StackoOptions()
         self.rng = rng
         self.ply = 0
@@ -270,7 +274,8 @@ class Stacko:
         self.results = []
         self.events = []
         self._outcome: Outcome | None = None
-        self._deal()
+        if deal:
+            self._deal()
 
     # -- the public API ---------------------------------------------------------------
 
@@ -284,16 +289,17 @@ class Stacko:
         turn, drawn = _move_tables(self.options.tower)
         return turn if self.phase is Phase.TURN else drawn
 
-    def is_legal(self, move: Move) -> bool:
+    def is_legal(self, move: object) -> bool:
         """Whether ``apply(move)`` accepts it now (``take(1.0)`` equals ``take(1)`` but is not)."""
-        return (
-            isinstance(move, Move)
-            and (move.slot is None or type(move.slot) is int)
-            and move in self.legal_moves()
-        )
+        if not isinstance(move, Move):
+            return False
+        slot: object = move.slot  # as ``object``: compiled, ``type()`` of an ``int`` is folded
+        return (slot is None or type(slot) is int) and move in self.legal_moves()
 
-    def apply(self, move: Move, seat: int | None = None) -> None:
-        """Apply ``move`` for ``seat`` (default: the seat to move); see ``GameState.apply``."""
+    def apply(self, move: object, seat: int | None = None) -> None:
+        """Apply ``move`` for ``seat`` (default: the seat to move); see ``GameState.apply``.
+        ``move`` is typed ``object``: anything that is not a ``Move`` is refused with
+        ``IllegalMoveError``, compiled or not (mypyc would raise ``TypeError`` for it)."""
         phase = self.phase
         if phase is Phase.OVER:
             raise IllegalMoveError(IllegalReason.GAME_OVER, "the game is over")
@@ -370,9 +376,7 @@ class Stacko:
         return (DRAW, PASS) if self.phase is Phase.TURN else (PASS,)
 
     def copy(self, rng: random.Random | None = None) -> Stacko:
-        new = Stacko.__new__(Stacko)
-        new.options = self.options
-        new.rng = self.rng if rng is None else rng
+        new = Stacko(self.options, rng=self.rng if rng is None else rng, deal=False)
         new.towers = [self.towers[0][:], self.towers[1][:]]
         new.seen = [self.seen[0][:], self.seen[1][:]]
         new.stack = self.stack[:]
@@ -499,5 +503,6 @@ class Stacko:
 
 
 def new_game(options: StackoOptions | None = None, *, rng: random.Random) -> Stacko:
-    """Deal a new game. Production passes ``random.SystemRandom()``, tests a seeded Random."""
+    """Deal a new game. Production passes the OS's source (a ``random.SystemRandom``), tests
+    a seeded Random."""
     return Stacko(options, rng=rng)

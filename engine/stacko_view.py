@@ -153,9 +153,7 @@ def resample(v: StackoView, rng: random.Random) -> Stacko:
         raise ValueError(
             f"inconsistent view: {len(pool)} unseen bricks for a stack of {v.stack_size}"
         )
-    state = Stacko.__new__(Stacko)
-    state.options = v.options
-    state.rng = rng
+    state = Stacko(v.options, rng=rng, deal=False)
     state.towers = towers
     state.seen = [list(v.seen[0]), list(v.seen[1])]
     state.stack = pool

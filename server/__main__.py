@@ -8,7 +8,9 @@ import resource
 import signal
 from collections.abc import Sequence
 
+from server import compiled
 from server.app import Server
+from server.compiled import MODULES
 from server.config import ServerConfig, parse_args
 from server.gcpacer import GcPacer
 
@@ -55,6 +57,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     files = raise_file_limit()
     log = logging.getLogger("stacko.server")
     log.info("open files limit: %d (about as many connections)", files)
+    compiled_modules, stale = compiled.status()
+    log.info("%d of %d per-move modules compiled (mypyc)", len(compiled_modules), len(MODULES))
+    if stale:
+        log.warning(
+            "changed since they were compiled, running the old compiled code: %s "
+            "(build again: pip install -e .)",
+            ", ".join(stale),
+        )
     try:
         if config.loop == "uvloop":
             import uvloop  # type: ignore[import-not-found,unused-ignore]

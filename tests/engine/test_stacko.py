@@ -310,6 +310,17 @@ def check_transition(step: Step) -> None:
 # -- refusals ----------------------------------------------------------------------------
 
 
+def ill_typed(action: Action, slot: int | None = None) -> list[object]:
+    """A ``Move`` with fields of the wrong type, if it can be made. Compiled (mypyc), the
+    engine refuses one when it is made (``TypeError``), or stores a ``bool`` slot as the int
+    it equals (then it is that int's move); as Python, ``apply`` refuses each."""
+    try:
+        move = Move(action, slot)
+    except TypeError:
+        return []
+    return [move] if type(move.slot) is type(slot) else []
+
+
 def candidate_moves(tower: int) -> list[object]:
     """Legal and illegal moves of every kind, plus things that are not moves at all."""
     moves: list[object] = []
@@ -322,11 +333,11 @@ def candidate_moves(tower: int) -> list[object]:
         Move(Action.PLACE),
         Move(Action.DRAW, 0),
         Move(Action.PASS, 0),
-        Move(Action.TAKE, cast(int, True)),
-        Move(Action.PLACE, cast(int, 1.0)),
-        Move(Action.TAKE, cast(int, "0")),
-        Move(cast(Action, "draw")),
-        Move(cast(Action, None), 0),
+        *ill_typed(Action.TAKE, cast(int, True)),
+        *ill_typed(Action.PLACE, cast(int, 1.0)),
+        *ill_typed(Action.TAKE, cast(int, "0")),
+        *ill_typed(cast(Action, "draw")),
+        *ill_typed(cast(Action, None), 0),
         None,
         "draw",
         "take 0",
