@@ -2,7 +2,7 @@
 
 Every move goes through these modules twice per state frame (the rules engine, its views,
 the frame builder, the room, the hub, the connection): compiled, the server's CPU per move
-falls by about a quarter (``bench/README.md``). The list is ``server/compiled.py``'s; the rest
+falls by about a third (``bench/README.md``). The list is ``server/compiled.py``'s; the rest
 of the project (pydantic models, the websockets subclass, the clients) stays interpreted.
 
 ``STACKO_PURE_PYTHON=1 pip install ...`` skips compiling; so does a machine without a C

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 
 from server import compiled
 from server.app import Server
-from server.compiled import MODULES
 from server.config import ServerConfig, parse_args
 from server.gcpacer import GcPacer
 
@@ -57,8 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     files = raise_file_limit()
     log = logging.getLogger("stacko.server")
     log.info("open files limit: %d (about as many connections)", files)
-    compiled_modules, stale = compiled.status()
-    log.info("%d of %d per-move modules compiled (mypyc)", len(compiled_modules), len(MODULES))
+    running, stale = compiled.status()
+    log.info("%d of %d per-move modules compiled (mypyc)", len(running), len(compiled.MODULES))
     if stale:
         log.warning(
             "changed since they were compiled, running the old compiled code: %s "
