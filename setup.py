@@ -5,35 +5,87 @@ the frame builder, the room, the hub, the connection): compiled, the server's CP
 falls by about a third (``bench/README.md``). The list is ``server/compiled.py``'s; the rest
 of the project (pydantic models, the websockets subclass, the clients) stays interpreted.
 
-``STACKO_PURE_PYTHON=1 pip install ...`` skips compiling; so does a machine without a C
-compiler or mypyc (each extension is optional: a failed build leaves the module as Python).
+``STACKO_PURE_PYTHON=1 pip install ...`` skips compiling. So does a machine where it cannot
+be done (no C compiler, no mypyc, or mypyc refusing the code): the install then goes on as
+plain Python and says why. A build is all or nothing: compiled modules share one library.
+
+An editable install builds in place, next to the sources; there this also removes compiled
+files of modules no longer on the list and records what it compiled (``SOURCES_FILE``), so
+the server can tell when a source changed after its build.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import runpy
+import sys
+from typing import Any
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 
-_compiled = runpy.run_path("server/compiled.py")
-COMPILED = _compiled["source_paths"]()
+ROOT = os.path.dirname(os.path.abspath(__file__))
+_compiled = runpy.run_path(os.path.join(ROOT, "server", "compiled.py"))
+COMPILED: list[str] = _compiled["source_paths"]()
+GROUP = "stacko"
+"""The shared library's name (``stacko__mypyc``): fixed, so a changed list replaces it."""
 
 
-def ext_modules() -> list[object]:
+def _say(message: str) -> None:
+    print(f"stacko setup.py: {message}", file=sys.stderr)
+
+
+def ext_modules() -> list[Any]:
     if os.environ.get("STACKO_PURE_PYTHON"):
         return []
     try:
         from mypyc.build import mypycify
-    except ImportError:
+
+        extensions = mypycify(COMPILED, opt_level="3", group_name=GROUP)
+    except (SystemExit, Exception) as exc:  # mypy's type errors exit
+        _say(f"not compiling, the modules stay Python ({type(exc).__name__}: {exc})")
         return []
-    extensions = mypycify(COMPILED, opt_level="3")
-    with open(_compiled["SOURCES_FILE"], "w") as f:  # what was compiled, for stale builds
-        json.dump(_compiled["source_hashes"]("."), f, indent=1)
     for extension in extensions:
         extension.optional = True
     return list(extensions)
 
 
-setup(ext_modules=ext_modules())
+class BuildAllOrNothing(build_ext):
+    """Optional extensions, all or none: a shim without its shared library cannot import."""
+
+    def run(self) -> None:
+        hashes = _compiled["source_hashes"](ROOT)  # the sources mypyc just read
+        super().run()
+        built = [self.get_ext_fullpath(ext.name) for ext in self.extensions]
+        if any(not os.path.exists(path) for path in built):
+            for path in built:
+                if os.path.exists(path):
+                    os.remove(path)
+            _say("a compiled module failed to build: every module stays Python")
+            hashes = {}
+        if self.inplace:
+            self._tidy_in_place(built)
+            record = os.path.join(ROOT, _compiled["SOURCES_FILE"])
+            if hashes:
+                with open(record, "w") as f:
+                    json.dump(hashes, f, indent=1)
+            elif os.path.exists(record):
+                os.remove(record)
+
+    def _tidy_in_place(self, built: list[str]) -> None:
+        """Compiled files in the tree that this build did not make (a module taken off the
+        list, an older shared library) would still be imported: remove them."""
+        keep = {os.path.abspath(path) for path in built}
+        patterns = ["*__mypyc*.so", "*__mypyc*.pyd"]
+        for package in {path.split("/")[0] for path in COMPILED}:
+            patterns += [f"{package}/**/*.so", f"{package}/**/*.pyd"]
+        for pattern in patterns:
+            for path in glob.glob(os.path.join(ROOT, pattern), recursive=True):
+                if os.path.abspath(path) not in keep:
+                    os.remove(path)
+                    _say(f"removed {path}: not part of this build")
+
+
+setup(ext_modules=ext_modules(), cmdclass={"build_ext": BuildAllOrNothing})

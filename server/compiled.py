@@ -39,9 +39,8 @@ def source_paths() -> list[str]:
 
 
 SOURCES_FILE = "compiled-sources.json"
-"""Written by ``setup.py`` next to itself when it compiles: each source's SHA-256 as
-compiled. Only a source tree has it (an editable install); an installed wheel has no sources
-to edit."""
+"""Written by ``setup.py`` next to itself after a complete in-place (editable) build: each
+source's SHA-256 as compiled. An installed wheel has none: nobody edits its sources."""
 
 
 def source_hashes(root: str) -> dict[str, str]:
