@@ -44,8 +44,11 @@ def ext_modules() -> list[Any]:
         from mypyc.build import mypycify
 
         extensions = mypycify(COMPILED, opt_level="3", group_name=GROUP)
-    except (SystemExit, Exception) as exc:  # mypy's type errors exit
-        _say(f"not compiling, the modules stay Python ({type(exc).__name__}: {exc})")
+    except SystemExit:  # mypy found errors in the code, and has printed them
+        _say("not compiling (mypyc refused the code, see above): the modules stay Python")
+        return []
+    except Exception as exc:  # no mypyc, or it failed in another way
+        _say(f"not compiling ({type(exc).__name__}: {exc}): the modules stay Python")
         return []
     for extension in extensions:
         extension.optional = True
