@@ -105,8 +105,8 @@ def view(state: Stacko, seat: int | None) -> StackoView:
         [_HIDDEN_DRAWS[e.seat] if type(e) is Drew and e.seat != seat else e for e in state.events]
     )
     return StackoView(
-        seat, state.options, phase, None if phase is Phase.OVER else state._to_move, state.ply,
-        state.round, state.turns, (t0, t1), seen, tuple(state.discard), len(state.stack),
+        seat, state.options, phase, state.to_move, state.ply, state.round, state.turns,
+        (t0, t1), seen, tuple(state.discard), len(state.stack),
         state.drawn if holding and seat == state._to_move else None,
         holding, (state.totals[0], state.totals[1]), tuple(state.results), events, outcome,
     )  # fmt: skip

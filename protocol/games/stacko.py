@@ -1,6 +1,6 @@
-"""Stacko on the wire: its move, options and view models, and the conversions to and from
-the engine. The only input to ``view_to_wire`` is an engine ``StackoView``: a frame for a
-seat can hold nothing that seat's view does not.
+"""Stacko on the wire: its move, options and view models, options both ways, and what a
+client or bot rebuilds from a frame. What a frame says (engine -> wire) is in
+``protocol.games.stacko_encode``.
 """
 
 from __future__ import annotations
