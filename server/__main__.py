@@ -20,7 +20,10 @@ async def run(config: ServerConfig) -> None:
     loop = asyncio.get_running_loop()
     pacer = None
     if config.gc_interval_s > 0:
-        pacer = GcPacer(config.gc_interval_s, loop.call_later, server.metrics.gc_paused)
+        pacer = GcPacer(
+            config.gc_interval_s, loop.call_later, server.metrics.gc_paused,
+            departures=server.departures,
+        )  # fmt: skip
         pacer.start()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -21,6 +21,14 @@ that the block count does not see. Objects that die by reference count (almost a
 freed at once, frozen or not. (Counting the frozen set with ``gc.get_freeze_count`` walks
 it: 30 ms at 4,000 connections, so it is not used.)
 
+Growth alone does not say there is garbage: while connections are being opened, memory grows
+by half again and again, and each walk of the frozen set is longer than the last and frees
+nothing (at 10,000 connections one took 0.5-0.6 s, and when it fell inside the scale
+benchmark's window it made the move-to-opponent p99 40 ms). So with ``departures`` (a count
+of what has gone away since start: closed connections, closed rooms, expired sessions; the
+``Server`` counts them) growth only starts a walk if something went away since the last one;
+growth with nothing gone is live data, and becomes the new level to grow by half from.
+
 Only the ``stacko-server`` process does this (``server.__main__``); it is process-wide, so a
 ``Server`` embedded in another program leaves the collector alone.
 """
@@ -46,6 +54,7 @@ class GcPacer:
         growth: float = 1.5,
         full_every_s: float = 600.0,
         memory: Callable[[], int] = sys.getallocatedblocks,
+        departures: Callable[[], int] | None = None,
     ) -> None:
         self.interval = interval
         self.schedule = schedule
@@ -55,6 +64,12 @@ class GcPacer:
         self.full_every_ticks = max(1, round(full_every_s / interval))
         self.memory = memory
         """What a walk of everything should bring down (allocated blocks by default)."""
+        self.departures = departures
+        """How many things that can leave garbage behind have gone away (``None``: unknown,
+        growth alone starts a walk)."""
+        self.departures_at_full = 0
+        self.skipped_walks = 0
+        """Ticks where memory had grown by half but nothing had gone away: no walk."""
         self.memory_after_full = 0
         self.ticks_since_full = 0
         self.full_walks = 0
@@ -66,6 +81,7 @@ class GcPacer:
         gc.collect()
         gc.freeze()
         self.memory_after_full = self.memory()
+        self.departures_at_full = self._departed()
         self.running = True
         self.schedule(self.interval, self._tick_and_reschedule)
 
@@ -78,20 +94,28 @@ class GcPacer:
     def tick(self) -> None:
         started = time.perf_counter()
         self.ticks_since_full += 1
-        full = (
-            self.memory() > self.growth * self.memory_after_full
-            or self.ticks_since_full >= self.full_every_ticks
-        )
+        full = self.ticks_since_full >= self.full_every_ticks
+        memory = self.memory()
+        if memory > self.growth * self.memory_after_full:
+            if self.departures is None or self._departed() != self.departures_at_full:
+                full = True
+            else:  # grown, but nothing went away: live data, the new level to grow from
+                self.memory_after_full = memory
+                self.skipped_walks += 1
         if full:
             gc.unfreeze()
         gc.collect()
         gc.freeze()
         if full:
             self.memory_after_full = self.memory()
+            self.departures_at_full = self._departed()
             self.ticks_since_full = 0
             self.full_walks += 1
         if self.on_pause is not None:
             self.on_pause(time.perf_counter() - started, full)
+
+    def _departed(self) -> int:
+        return self.departures() if self.departures is not None else 0
 
     def _tick_and_reschedule(self) -> None:
         if not self.running:

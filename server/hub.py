@@ -69,6 +69,9 @@ class Hub:
         self.rooms: dict[str, Room] = {}
         self.queues: dict[str, list[Session]] = {name: [] for name in GAMES}
         self.watching: dict[Peer, set[str]] = {}
+        self.closed = 0
+        """Rooms closed and sessions expired since start (``server.gcpacer`` reads it: what
+        went away may have left reference cycles behind)."""
         self.bots = bots or {}
         self.bot_factory = bot_factory
         self._hooks = RoomHooks(
@@ -157,6 +160,7 @@ class Hub:
         session.expiry = None
         if session.peer is None and not session.rooms:
             self.sessions.pop(session.token, None)
+            self.closed += 1
 
     # -- requests -----------------------------------------------------------------------
 
@@ -265,6 +269,7 @@ class Hub:
 
     def _close_room(self, room: Room) -> None:
         self.rooms.pop(room.code, None)
+        self.closed += 1
         for player in room.players:
             if player is not None and player.session is not None:
                 player.session.rooms.pop(room.code, None)

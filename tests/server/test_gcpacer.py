@@ -94,6 +94,37 @@ def test_a_frozen_cycle_is_freed_once_memory_grew_by_half(restore_gc: None) -> N
     pacer.stop()
 
 
+def test_growth_with_nothing_gone_is_live_data_not_a_walk(restore_gc: None) -> None:
+    """Connections being opened: memory grows by half again and again, nothing went away,
+    and no walk of the frozen set is made until something does."""
+    memory, gone = [1000], [0]
+    pacer = GcPacer(1.0, Manual(), memory=lambda: memory[0], departures=lambda: gone[0])
+    pacer.start()
+    keep = Node()
+    keep.other = Node()
+    keep.other.other = keep
+    probe = weakref.ref(keep)
+    pacer.tick()  # alive at this tick: frozen
+    del keep
+    for level in (1600, 2500, 4000):
+        memory[0] = level
+        pacer.tick()
+        assert pacer.full_walks == 0 and pacer.memory_after_full == level
+    assert pacer.skipped_walks == 3 and probe() is not None
+    gone[0] = 1  # a connection closed: growth now may be its garbage
+    memory[0] = 5000
+    pacer.tick()
+    assert pacer.full_walks == 0  # 5000 is not half again over the last level, 4000
+    memory[0] = 6001
+    pacer.tick()
+    assert pacer.full_walks == 1 and probe() is None
+    assert pacer.departures_at_full == 1 and pacer.memory_after_full == 6001
+    memory[0] = 9002
+    pacer.tick()  # grown by half again, nothing more gone
+    assert pacer.full_walks == 1 and pacer.skipped_walks == 4
+    pacer.stop()
+
+
 def test_the_frozen_set_is_walked_at_least_every_so_often(restore_gc: None) -> None:
     pacer = GcPacer(0.25, Manual(), memory=lambda: 100, full_every_s=1.0)
     pacer.start()

@@ -183,3 +183,22 @@ async def test_session_tokens_and_room_codes_look_as_documented(harness):
     code = await harness.create(await harness.client("maker"), SMALL)
     assert re.fullmatch(r"[A-HJ-NP-Z2-9]{6}", code), code
     assert isinstance(harness.server.hub._ids, random.SystemRandom)
+
+
+async def test_departures_count_closed_connections_rooms_and_expired_sessions(harness):
+    """What the GcPacer reads to tell garbage from growth (``Server.departures``)."""
+    server = harness.server
+    assert server.departures() == 0
+    game = await harness.game(SMALL)
+    a, b = game.seats
+    assert server.departures() == 0
+    await a.close()
+    await b.expect("room", room=game.code)
+    assert server.departures() == 1  # a's connection
+    # past the grace period: a forfeits and its session expires
+    harness.advance(server.config.reconnect_grace_s + 1, game.code)
+    await b.expect("state", room=game.code)
+    assert server.departures() == 2
+    await b.call("leave", room=game.code)  # the last player leaves: the room closes
+    assert game.code not in server.hub.rooms
+    assert server.departures() == 3
