@@ -30,6 +30,18 @@ from websockets.protocol import Protocol, State
 log = logging.getLogger("stacko.connection")
 
 
+def text_frame(payload: bytes) -> bytes:
+    """A server's unfragmented text frame (unmasked, no extension) around ``payload``, as
+    ``Protocol.send_text`` would frame it, without its per-frame objects (here, compiled,
+    rather than in ``server.wsconn``: it is on the way to every send)."""
+    n = len(payload)
+    if n < 126:
+        return bytes((0x81, n)) + payload
+    if n < 65536:
+        return bytes((0x81, 126, n >> 8, n & 0xFF)) + payload
+    return bytes((0x81, 127)) + n.to_bytes(8, "big") + payload
+
+
 class WriteBatch:
     __slots__ = ("_held", "_loop", "_scheduled", "flushes", "held_writes")
 
@@ -44,12 +56,16 @@ class WriteBatch:
         """``data`` (a frame ``protocol`` serialized) for ``transport``; ``protocol``
         says whether the connection is still open when held data is flushed."""
         if not self._scheduled:
-            # First write of this turn: at once. Later ones wait for the flush.
+            # First write of this turn: at once, before booking the flush (at light load the
+            # receiver waits for this write, not for the booking). Later ones wait.
             self._scheduled = True
-            if self._loop is None:
-                self._loop = asyncio.get_running_loop()
-            self._loop.call_soon(self._flush)
-            transport.write(data)
+            try:
+                transport.write(data)
+            finally:  # booked even if the write failed: later writes of the turn wait for it
+                loop = self._loop
+                if loop is None:
+                    loop = self._loop = asyncio.get_running_loop()
+                loop.call_soon(self._flush)
             return
         self._held.append((transport, protocol, data))
 

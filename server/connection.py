@@ -19,12 +19,12 @@ from websockets.protocol import State
 
 from protocol import frames, messages
 from protocol.errors import ErrorCode, ProtocolError
-from server.batch import WriteBatch
+from server.batch import WriteBatch, text_frame
 from server.clock import Clock
 from server.config import ServerConfig
 from server.hub import Hub, Session
 from server.metrics import Metrics
-from server.wsconn import DirectServerConnection, text_frame
+from server.wsconn import DirectServerConnection
 
 log = logging.getLogger("stacko.connection")
 

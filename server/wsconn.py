@@ -16,7 +16,6 @@ reader says it has handled it (``handled``), later messages take the path too.
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -29,18 +28,6 @@ log = logging.getLogger("stacko.connection")
 
 _DATA = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
 _OPCODES = frozenset(op.value for op in Opcode)
-_HEAD16 = struct.Struct("!BBH").pack
-
-
-def text_frame(payload: bytes) -> bytes:
-    """A server's unfragmented text frame (unmasked, no extension) around ``payload``, as
-    ``Protocol.send_text`` would frame it, without its per-frame objects."""
-    n = len(payload)
-    if n < 126:
-        return bytes((0x81, n)) + payload
-    if n < 65536:
-        return _HEAD16(0x81, 126, n) + payload
-    return bytes((0x81, 127)) + n.to_bytes(8, "big") + payload
 
 
 def read_header(buf: bytes | bytearray, pos: int) -> tuple[int, int] | None:

@@ -65,3 +65,20 @@ async def test_held_writes_of_a_closed_connection_are_dropped_the_rest_go() -> N
     d[0].broken = True  # a write that raises
     await asyncio.sleep(0)
     assert log == [("a", b"1"), ("a", b"5")]
+
+
+async def test_a_first_write_that_raises_still_books_the_flush() -> None:
+    log: list[tuple[str, bytes]] = []
+    a, b = pair(log, "a"), pair(log, "b")
+    a[0].broken = True
+    batch = WriteBatch()
+    try:
+        batch.write(*a, b"1")
+    except RuntimeError:
+        pass  # the caller (Connection._write_now) catches it
+    else:
+        raise AssertionError("the broken transport's write did not raise")
+    batch.write(*b, b"2")  # held behind the failed one: the flush must still come
+    assert log == []
+    await asyncio.sleep(0)
+    assert log == [("b", b"2")]

@@ -170,7 +170,7 @@ async def test_bad_frames_close_with_websockets_codes(harness, frame: bytes, cod
 def test_text_frames_are_framed_as_websockets_frames_them(size: int) -> None:
     from websockets.server import ServerProtocol
 
-    from server.wsconn import text_frame
+    from server.batch import text_frame
 
     protocol = ServerProtocol()
     protocol.state = State.OPEN
