@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import echo
+from bench import critical_path, echo
 
 
 @pytest.mark.parametrize("kind", ["echo", "relay"])
@@ -18,3 +18,34 @@ async def test_baseline_moves_frames(kind: str) -> None:
     assert res["latency"]["p50_ms"] is not None and res["latency"]["p50_ms"] > 0
     if kind == "relay":
         assert res["latency_own"]["count"] == res["round_trips"]
+
+
+async def test_critical_path_times_every_step_and_puts_everything_back() -> None:
+    from protocol import messages
+    from protocol.games import CODECS
+    from server import wsconn
+
+    before = (
+        messages.parse_client,
+        CODECS["stacko"].view_json,
+        wsconn.DirectServerConnection._deliver,
+    )
+    res = await critical_path.measure(
+        matches=2, pace=0.1, duration=1.5, options='{"turn_cap": 10, "rounds": 1}',
+        gc_interval_s=0,
+    )  # fmt: skip
+    assert res["moves_timed"] > 5
+    assert res["client_move_to_opponent"]["count"] > 5
+    steps = {(s["from"], s["to"]): s for s in res["segments"]}
+    assert len(steps) == len(critical_path.MARKS)  # every step between marks, and the whole
+    for step in res["segments"]:
+        assert step["count"] > 5, step  # each boundary was crossed by the timed moves
+        assert step["p50_us"] >= 0
+    whole = steps[("select", "write")]["p50_us"]
+    assert whole > steps[("parse", "parsed")]["p50_us"] > 0
+    after = (
+        messages.parse_client,
+        CODECS["stacko"].view_json,
+        wsconn.DirectServerConnection._deliver,
+    )
+    assert after == before
