@@ -96,7 +96,9 @@ class Recorder:
     def install(self) -> None:
         """Wrap each boundary (class and module attributes; ``uninstall`` puts them back)."""
         rec = self
-        selector_class: Any = type(selectors.DefaultSelector())
+        probe = selectors.DefaultSelector()
+        selector_class: Any = type(probe)
+        probe.close()
         select = selector_class.select
 
         def timed_select(self: Any, timeout: float | None = None) -> Any:
@@ -184,15 +186,37 @@ def _us(samples: list[float]) -> dict[str, Any]:
 
 
 async def measure(
-    matches: int, pace: float, duration: float, options: str, gc_interval_s: float = 0.25
+    matches: int,
+    pace: float,
+    duration: float,
+    options: str,
+    *,
+    warmup: float = 1.0,
+    gc_interval_s: float = 0.25,
 ) -> dict[str, Any]:
     """``gc_interval_s`` 0: CPython's own collector instead of the server's paced one."""
     rec = Recorder()
-    rec.install()
+    try:
+        rec.install()
+        return await _measure(rec, matches, pace, duration, options, warmup, gc_interval_s)
+    finally:
+        rec.uninstall()
+
+
+async def _measure(
+    rec: Recorder,
+    matches: int,
+    pace: float,
+    duration: float,
+    options: str,
+    warmup: float,
+    gc_interval_s: float,
+) -> dict[str, Any]:
     server = Server(
         ServerConfig(host="127.0.0.1", port=0, rate_per_second=1_000_000, burst=1_000_000)
     )
     pacer = None
+    proc = None
     try:
         await server.start()
         if gc_interval_s > 0:
@@ -204,7 +228,7 @@ async def measure(
         argv = [
             sys.executable, str(Path(__file__).with_name("loadgen.py")), "--url", server.url,
             "--server-pid", str(os.getpid()), "--matches", str(matches), "--pace", str(pace),
-            "--duration", str(duration), "--warmup", "1", "--options", options,
+            "--duration", str(duration), "--warmup", str(warmup), "--options", options,
             "--no-baseline", "--quiet",
         ]  # fmt: skip
         proc = await asyncio.create_subprocess_exec(
@@ -212,10 +236,12 @@ async def measure(
         )
         out, _ = await asyncio.wait_for(proc.communicate(), timeout=duration + 120)
     finally:
+        if proc is not None and proc.returncode is None:
+            proc.kill()  # timed out: the load generator goes too
+            await proc.wait()
         if pacer is not None:
             pacer.stop()
         await server.shutdown()
-        rec.uninstall()
     client = json.loads(out)
     lat = client["latency_opponent"]
     return {

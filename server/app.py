@@ -65,7 +65,6 @@ class Server:
             bots=levels, bot_factory=factory,
         )  # fmt: skip
         self.connections: set[Connection] = set()
-        self.closed_connections = 0
         self.batch = WriteBatch()
         self.metrics = Metrics(
             connections=lambda: len(self.connections),
@@ -128,12 +127,12 @@ class Server:
             await conn.run()
         finally:
             self.connections.discard(conn)
-            self.closed_connections += 1
 
     def departures(self) -> int:
-        """Connections closed, rooms closed and sessions expired since start: what the
+        """Connections ended (every socket of the process: a health check or a failed
+        handshake leaves reference cycles too), rooms closed and sessions expired: what the
         ``GcPacer`` needs to tell growth that may hide garbage from live data."""
-        return self.closed_connections + self.hub.closed
+        return DirectServerConnection.lost + self.hub.closed
 
     def _http(self, ws: ServerConnection, request: Request) -> Response | None:
         """Plain HTTP on the same port; WebSocket upgrades pass through."""

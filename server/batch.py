@@ -12,8 +12,9 @@ state frame, which ``Room`` sends first), so only the later ones (the mover's ow
 every frame of a busy turn) wait for the end of the turn.
 
 Order on one socket is kept: once something is held, every later write of the turn is held
-behind it; the flush is queued with ``call_soon`` when the first write is held, so it runs
-before anything (a writer task's ``send``, a close) that the same turn wakes up afterwards.
+behind it; the flush is booked with ``call_soon`` at the first write of the turn (just after
+that write goes out), so it runs before anything (a writer task's ``send``, a close) that the
+same turn wakes up afterwards.
 What websockets writes by itself in the meantime (a pong, the answer to a client's close,
 the close of a protocol error) can overtake held frames: a pong harmlessly, and after a
 close the held frames of that connection are dropped, as websockets drops data frames sent

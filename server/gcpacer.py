@@ -25,9 +25,12 @@ Growth alone does not say there is garbage: while connections are being opened, 
 by half again and again, and each walk of the frozen set is longer than the last and frees
 nothing (at 10,000 connections one took 0.5-0.6 s, and when it fell inside the scale
 benchmark's window it made the move-to-opponent p99 40 ms). So with ``departures`` (a count
-of what has gone away since start: closed connections, closed rooms, expired sessions; the
-``Server`` counts them) growth only starts a walk if something went away since the last one;
-growth with nothing gone is live data, and becomes the new level to grow by half from.
+of what has gone away since start: ended connections, plain HTTP ones and failed handshakes
+included, closed rooms, expired sessions; the ``Server`` counts them) growth only starts a
+walk if something went away since the last one; growth with nothing gone is live data, and
+becomes the new level to grow by half from. (A departure is counted when it happens, and
+what it leaves may stay reachable a little longer, through a grace timer, say: the next
+departure, or the 10-minute walk, gets it.)
 
 Only the ``stacko-server`` process does this (``server.__main__``); it is process-wide, so a
 ``Server`` embedded in another program leaves the collector alone.
@@ -96,7 +99,7 @@ class GcPacer:
         self.ticks_since_full += 1
         full = self.ticks_since_full >= self.full_every_ticks
         memory = self.memory()
-        if memory > self.growth * self.memory_after_full:
+        if not full and memory > self.growth * self.memory_after_full:
             if self.departures is None or self._departed() != self.departures_at_full:
                 full = True
             else:  # grown, but nothing went away: live data, the new level to grow from

@@ -309,17 +309,20 @@ class Room:
         assert game is not None
         # The old timer is cancelled and the new one booked after the frames are out: both
         # are interpreted asyncio calls, and at light load the opponent's frame waited ~20 us
-        # for them. Nothing runs in between (sending does not call back into the room).
+        # for them. Nothing runs in between (sending does not call back into the room), and
+        # a failing send must not leave the old timer running nor the new one unbooked.
         old_timer = self._clock_timer
         self._clock_timer = None
         self.deadline = None
         if self.clock_ms is not None and game.outcome() is None:
             self.deadline = self.hooks.clock.time() + self.clock_ms / 1000
-        self._broadcast(note, request)
-        if old_timer is not None:
-            old_timer.cancel()
-        if self.deadline is not None:
-            self._clock_timer = self.hooks.clock.call_at(self.deadline, self._clock_ran_out)
+        try:
+            self._broadcast(note, request)
+        finally:
+            if old_timer is not None:
+                old_timer.cancel()
+            if self.deadline is not None:
+                self._clock_timer = self.hooks.clock.call_at(self.deadline, self._clock_ran_out)
         to_move = game.to_move
         if to_move is not None:
             player = self.players[to_move]

@@ -45,6 +45,10 @@ def read_header(buf: bytes | bytearray, pos: int) -> tuple[int, int] | None:
 
 
 class DirectServerConnection(ServerConnection):
+    lost = 0
+    """Connections of this process that ended (WebSocket or plain HTTP, handshake done or
+    not): ``Server.departures`` reads it for the paced collector, which is process-wide too."""
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.on_message: Callable[[str | bytes], None] | None = None
@@ -142,6 +146,10 @@ class DirectServerConnection(ServerConnection):
         self._tail = b""
         if end + 4 < len(seen):
             self._framer = False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        DirectServerConnection.lost += 1
+        super().connection_lost(exc)
 
     def handled(self) -> None:
         """The reader has handled a message it took with ``recv()``."""

@@ -30,9 +30,11 @@ async def test_critical_path_times_every_step_and_puts_everything_back() -> None
         CODECS["stacko"].view_json,
         wsconn.DirectServerConnection._deliver,
     )
+    # Games long enough (30 turns each, 0.1 s apart) that no match sits between two games in
+    # the window: every step sees moves.
     res = await critical_path.measure(
-        matches=2, pace=0.1, duration=1.5, options='{"turn_cap": 10, "rounds": 1}',
-        gc_interval_s=0,
+        matches=2, pace=0.1, duration=1.5, options='{"turn_cap": 30, "rounds": 1}',
+        warmup=0.3, gc_interval_s=0,
     )  # fmt: skip
     assert res["moves_timed"] > 5
     assert res["client_move_to_opponent"]["count"] > 5

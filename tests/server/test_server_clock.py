@@ -3,7 +3,16 @@ and the forfeit (termination "timeout") after too many expiries."""
 
 from __future__ import annotations
 
+import random
+
+import pytest
 from stacko_wire import Game, Harness
+
+from engine.games import GAMES
+from engine.stacko import StackoOptions
+from protocol.games import CODECS
+from server.clock import FakeClock
+from server.room import Player, Room, RoomHooks
 
 OPTIONS = {"tower": 5, "bricks": 16, "rounds": 1, "turn_cap": 100, "clock_ms": 5000}
 
@@ -104,3 +113,44 @@ async def test_quick_match_clock_expires(harness):
     assert game.engine.ply == 0
     frames = await expiry(harness, game, 0.2)
     assert all("clock" in f["text"] and f["view"]["ply"] == 2 for f in frames)
+
+
+def test_a_failing_send_neither_leaks_the_old_timer_nor_loses_the_new_one() -> None:
+    """Room._changed books its clock after the frames are out; a send that raises must still
+    cancel the old move timer (it would charge the next player at the old deadline) and book
+    the new one."""
+    clock = FakeClock()
+    hooks = RoomHooks(
+        clock=clock, rng_factory=lambda: random.Random(1), schedule_soon=lambda cb: cb(),
+        on_empty=lambda room: None,
+    )  # fmt: skip
+
+    class Peer:
+        broken = False
+
+        def send(self, frame: bytes) -> None:
+            if self.broken:
+                raise RuntimeError("a send failed")
+
+    peers = (Peer(), Peer())
+    room = Room(
+        "ROOM01", GAMES["stacko"], CODECS["stacko"], StackoOptions(turn_cap=10, rounds=1),
+        60_000, False, hooks,
+    )  # fmt: skip
+    for name, peer in zip("ab", peers, strict=True):
+        room.seat(Player(name, peer=peer))
+    room.start()
+    clock.advance(50)  # 10 s left for the seat to move
+    game = room.game
+    assert game is not None and game.to_move is not None
+    game.apply(game.legal_moves()[0], game.to_move)
+    for peer in peers:
+        peer.broken = True
+    with pytest.raises(RuntimeError):
+        room._changed(request=(0, 1))
+    for peer in peers:
+        peer.broken = False
+    clock.advance(11)  # past the old deadline: nothing happens
+    assert room.expiries == [0, 0]
+    clock.advance(50)  # past the new one, 60 s after the move
+    assert sum(room.expiries) == 1

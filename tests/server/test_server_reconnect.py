@@ -185,20 +185,30 @@ async def test_session_tokens_and_room_codes_look_as_documented(harness):
     assert isinstance(harness.server.hub._ids, random.SystemRandom)
 
 
-async def test_departures_count_closed_connections_rooms_and_expired_sessions(harness):
-    """What the GcPacer reads to tell garbage from growth (``Server.departures``)."""
+async def test_departures_count_ended_connections_rooms_and_expired_sessions(harness):
+    """What the GcPacer reads to tell garbage from growth (``Server.departures``): every
+    ended connection of the process (a health check too), closed rooms, expired sessions."""
     server = harness.server
-    assert server.departures() == 0
+    start = server.departures()
     game = await harness.game(SMALL)
     a, b = game.seats
-    assert server.departures() == 0
+    assert server.departures() == start
     await a.close()
     await b.expect("room", room=game.code)
-    assert server.departures() == 1  # a's connection
+    assert server.departures() == start + 1  # a's connection
     # past the grace period: a forfeits and its session expires
     harness.advance(server.config.reconnect_grace_s + 1, game.code)
     await b.expect("state", room=game.code)
-    assert server.departures() == 2
+    assert server.departures() == start + 2
     await b.call("leave", room=game.code)  # the last player leaves: the room closes
     assert game.code not in server.hub.rooms
-    assert server.departures() == 3
+    assert server.departures() == start + 3
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert (await reader.read()).startswith(b"HTTP/1.1 200")
+    writer.close()
+    for _ in range(100):  # the server notices the end of the socket on its next turns
+        if server.departures() == start + 4:
+            break
+        await asyncio.sleep(0.01)
+    assert server.departures() == start + 4
