@@ -146,12 +146,9 @@ class Recorder:
         write = selector_events._SelectorSocketTransport.write
 
         def timed_write(self: Any, data: Any) -> None:
-            if rec.current and "write" not in rec.current:
-                rec.mark("write")
-                write(self, data)
-                rec.mark("written")
-                return
+            rec.mark("write")  # marks only the turn's first write (``mark`` keeps the first)
             write(self, data)
+            rec.mark("written")
 
         self._replace(selector_events._SelectorSocketTransport, "write", timed_write)
 
@@ -167,13 +164,12 @@ class Recorder:
 
     def segments(self) -> list[dict[str, Any]]:
         """Each step between consecutive marks (microseconds), and the whole path."""
-        names = [name for name, _ in MARKS]
         out = []
         for (a, _), (b, what) in itertools.pairwise(MARKS):
             samples = [(m[b] - m[a]) / 1e9 for m in self.moves if a in m and b in m]
             out.append({"from": a, "to": b, "what": what, **_us(samples)})
         whole = [(m["write"] - m["select"]) / 1e9 for m in self.moves if "write" in m]
-        out.append({"from": names[0], "to": "write", "what": "the whole wait", **_us(whole)})
+        out.append({"from": "select", "to": "write", "what": "the whole wait", **_us(whole)})
         return out
 
 

@@ -25,6 +25,17 @@ def cycle() -> weakref.ref[Node]:
     return weakref.ref(a)
 
 
+def frozen_then_dead(pacer: GcPacer) -> weakref.ref[Node]:
+    """A cycle alive at a tick (so frozen by it), garbage once this returns: only a walk of
+    the frozen set frees it."""
+    keep = Node()
+    keep.other = Node()
+    keep.other.other = keep
+    probe = weakref.ref(keep)
+    pacer.tick()
+    return probe
+
+
 @pytest.fixture
 def restore_gc() -> Iterator[None]:
     enabled = gc.isenabled()
@@ -76,12 +87,7 @@ def test_a_frozen_cycle_is_freed_once_memory_grew_by_half(restore_gc: None) -> N
     frozen = cycle()
     pacer.tick()  # a cycle that is garbage when a tick comes is freed by it
     assert frozen() is None
-    keep = Node()
-    keep.other = Node()
-    keep.other.other = keep
-    probe = weakref.ref(keep)
-    pacer.tick()  # alive at this tick: frozen
-    del keep
+    probe = frozen_then_dead(pacer)
     pacer.tick()
     assert probe() is not None  # frozen cycles are out of the cheap walks
     memory[0] = 1499
@@ -100,12 +106,7 @@ def test_growth_with_nothing_gone_is_live_data_not_a_walk(restore_gc: None) -> N
     memory, gone = [1000], [0]
     pacer = GcPacer(1.0, Manual(), memory=lambda: memory[0], departures=lambda: gone[0])
     pacer.start()
-    keep = Node()
-    keep.other = Node()
-    keep.other.other = keep
-    probe = weakref.ref(keep)
-    pacer.tick()  # alive at this tick: frozen
-    del keep
+    probe = frozen_then_dead(pacer)
     for level in (1600, 2500, 4000):
         memory[0] = level
         pacer.tick()
@@ -128,12 +129,7 @@ def test_growth_with_nothing_gone_is_live_data_not_a_walk(restore_gc: None) -> N
 def test_the_frozen_set_is_walked_at_least_every_so_often(restore_gc: None) -> None:
     pacer = GcPacer(0.25, Manual(), memory=lambda: 100, full_every_s=1.0)
     pacer.start()
-    keep = Node()
-    keep.other = Node()
-    keep.other.other = keep
-    probe = weakref.ref(keep)
-    pacer.tick()  # frozen
-    del keep
+    probe = frozen_then_dead(pacer)  # the first tick
     pacer.tick()
     pacer.tick()
     assert probe() is not None and pacer.full_walks == 0
