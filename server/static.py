@@ -4,7 +4,9 @@
 
 Only files found under ``clients/web`` when the server first serves one can ever be sent
 (a whitelist of relative names: no path from a request reaches the file system, so there
-is no directory traversal). ``/`` is ``index.html``. Every answer has a content type, an
+is no directory traversal). ``/`` is ``index.html``; ``/games/{id}`` (a finished game's
+page, ``id`` letters, digits, ``-`` and ``_``) is ``game.html``, which loads the record from
+``/api/games/{id}/replay`` itself. Every answer has a content type, an
 ETag and ``Cache-Control: no-cache`` (the files carry no version in their names, so the
 browser revalidates each time and gets ``304 Not Modified`` while they are unchanged).
 A file edited on disk is re-read on its next request (its size or mtime changed).
@@ -15,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import http
 import logging
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -50,6 +53,11 @@ PAGE_POLICY = (
     "frame-ancestors 'none'; form-action 'self'"
 )
 """Content-Security-Policy of the HTML page: its own files and its own WebSocket only."""
+
+
+GAME_PAGE = "game.html"
+"""The page of one finished game, served for every ``/games/{id}``."""
+_GAME_PATH = re.compile(r"/games/[A-Za-z0-9_-]{1,64}")
 
 
 def default_root() -> Path:
@@ -99,6 +107,8 @@ class StaticFiles:
             return "index.html" if "index.html" in self.names else None
         if not path.startswith("/") or "\\" in path or "\0" in path:
             return None
+        if _GAME_PATH.fullmatch(path) and GAME_PAGE in self.names:
+            return GAME_PAGE
         parts = path[1:].split("/")
         if any(part in ("", ".", "..") or part.startswith(".") for part in parts):
             return None

@@ -9,6 +9,9 @@ import { Connection, serverUrl } from "./net.js";
 const NAME_KEY = "stacko.name";
 const ROOMS_REFRESH_MS = 5000;
 const MOVE_TIMEOUT_MS = 10000;
+/** How long the end of a round stays on screen against a bot (a person clicks Continue). */
+const BOT_ROUND_HOLD_MS = 4000;
+const MOVES_KEY = "stacko.moves."; // + room code: this tab's move list, kept across a reload
 
 /** Error codes in words; the server's own message is added where it says more. */
 const ERROR_WORDS = {
@@ -73,7 +76,27 @@ function newRoom(code) {
     view: null, legal: null, text: "", seq: 0,
     clockEnd: null, forfeitEnd: {}, rematch: [],
     busy: false, busyTimer: null, ui: {}, note: "",
+    moves: [], said: "", roundEnd: null, gameLink: null, ...loadMoves(code),
   };
+}
+
+/** The move list of `code` this tab saw before a reload: {moves, seq}. */
+function loadMoves(code) {
+  try {
+    const saved = JSON.parse(sessionStorage.getItem(MOVES_KEY + code) ?? "null");
+    if (saved && Array.isArray(saved.moves)) return { moves: saved.moves, seq: saved.seq ?? 0 };
+  } catch {
+    // nothing saved
+  }
+  return {};
+}
+
+function saveMoves(room) {
+  try {
+    sessionStorage.setItem(MOVES_KEY + room.code, JSON.stringify({ moves: room.moves, seq: room.seq }));
+  } catch {
+    // storage full or off: the list just starts again after a reload
+  }
 }
 
 /** `?room=CODE`, `#room=CODE` (&watch=1 to spectate), `?options={json}` or `#options=`. */
@@ -129,12 +152,14 @@ function onStatus(status, detail) {
   app.status = status;
   const label = { connecting: "Connecting…", online: "Online", reconnecting: "Reconnecting…", stopped: "Offline" };
   $("#conn-status").textContent = label[status] ?? status;
+  show($("#conn-status"));
   $("#conn-status").dataset.status = status;
   const banner = $("#banner");
   if (status === "online") {
     show(banner, false);
   } else if (status === "reconnecting") {
-    banner.replaceChildren("Connection lost. Reconnecting…");
+    banner.replaceChildren(detail === 1012 ? "The server is restarting. Reconnecting…" : "Connection lost. Reconnecting…");
+    app.reconnected = true;
     show(banner);
   } else if (status === "stopped") {
     const text = detail === "session_replaced"
@@ -196,6 +221,9 @@ function onWelcome(f) {
   if (app.screen === "name") app.screen = "lobby";
   const link = app.link;
   if (link.room && !mine.has(link.room)) {
+    // Back after a lost connection or a server restart, without our seat: try the room
+    // again; if it is gone, the lobby says so (onError).
+    app.lostRoom = app.reconnected && app.current === link.room ? link.room : null;
     app.current = null;
     request({ type: "join", room: link.room, role: link.watch ? "spectator" : "player" }, { room: link.room, link: true });
   } else if (link.room) {
@@ -204,6 +232,7 @@ function onWelcome(f) {
   } else if (app.current && !mine.has(app.current)) {
     app.current = null;
   }
+  app.reconnected = false;
   render();
 }
 
@@ -234,7 +263,18 @@ function onState(f) {
   if (!room) return;
   if (room.view && room.view.ply !== f.view.ply) room.ui.selected = null;
   if (room.view && room.view.round !== f.view.round) room.ui = {};
+  const fresh = f.seq > (room.seq ?? 0); // the same seq again (resume, stale_ply) is no news
+  if (f.view.ply === 0 && fresh) {
+    room.moves = []; // a new game (a rematch): a new list
+    room.roundEnd = null;
+    room.gameLink = null;
+  }
   Object.assign(room, { view: f.view, legal: f.legal, text: f.text, seq: f.seq, game: f.view.game });
+  if (fresh) {
+    noteEvents(room, f);
+    saveMoves(room);
+  }
+  if (f.view.outcome && fresh) findGameLink(room);
   room.clockEnd = f.clock_ms != null ? performance.now() + f.clock_ms : null;
   if (room.info) {
     room.info = { ...room.info, status: f.view.outcome ? "finished" : "playing" };
@@ -250,12 +290,89 @@ function onState(f) {
   render();
 }
 
+/** The frame's events in words with names: the line under the board, the move list, and
+ * the end of a round held on screen. */
+function noteEvents(room, f) {
+  const renderer = rendererFor(f.view.game);
+  const ctx = contextFor(room);
+  const said = [];
+  const events = f.view.events ?? [];
+  if (/clock ran out|ran out of time/.test(f.text ?? "") && events.length && events[0].seat != null) {
+    said.push(`${possessive(ctx.who(events[0].seat))} clock ran out`);
+  }
+  for (const e of events) {
+    if (e.kind === "game_ended") continue; // the outcome box says it
+    const text = renderer.describe?.(e, ctx);
+    if (!text) continue;
+    said.push(text);
+    const last = room.moves[room.moves.length - 1];
+    // A draw and its place or pass are one turn: one line.
+    if (last && last.kind === "drew" && last.seat === e.seat && (e.kind === "placed" || e.kind === "passed")) room.moves.pop();
+    room.moves.push({ ply: f.view.ply, seat: e.seat ?? null, kind: e.kind, text: capitalize(text) });
+    if (e.kind === "round_ended" && !f.view.outcome) {
+      room.roundEnd = { result: e, ply: f.view.ply };
+      clearTimeout(room.roundEndTimer);
+      if (room.botLevel || room.info?.players.some((p) => p.bot)) {
+        room.roundEndTimer = setTimeout(() => continueRound(room), app.roundHoldMs ?? BOT_ROUND_HOLD_MS);
+      }
+    }
+  }
+  room.said = said.length ? said.join("; ") : nameSeats(f.text ?? "", room);
+}
+
+function continueRound(room) {
+  clearTimeout(room.roundEndTimer);
+  room.roundEnd = null;
+  render();
+}
+
+function capitalize(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+function possessive(name) {
+  return name === "You" ? "Your" : `${name}'s`;
+}
+
+/** A server text with "seat 1" / "opponent" in it, with the names instead. */
+function nameSeats(text, room) {
+  const names = namesOf(room);
+  let out = text.replace(/\bseat ([01])\b/g, (_, s) => names[Number(s)]);
+  if (room.seat != null) out = out.replace(/\bopponent\b/g, names[1 - room.seat]);
+  return out;
+}
+
+/** What changed between two room infos, in words with names ("Bob joined"). */
+function roomNews(room, before, f) {
+  const after = f.info;
+  const name = (p) => p.name || `Seat ${p.seat}`;
+  const news = [];
+  for (const p of after.players) {
+    const old = before?.players.find((x) => x.seat === p.seat);
+    if (!old) news.push(`${name(p)} joined`);
+    else if (old.connected && !p.connected) news.push(`${name(p)} disconnected`);
+    else if (!old.connected && p.connected) news.push(`${name(p)} is back`);
+  }
+  for (const p of before?.players ?? []) {
+    if (!after.players.some((x) => x.seat === p.seat)) news.push(`${name(p)} left`);
+  }
+  for (const s of f.rematch) {
+    if (!room.rematch.includes(s)) {
+      const p = after.players.find((x) => x.seat === s);
+      news.push(`${p ? name(p) : `Seat ${s}`} asks for a rematch`);
+    }
+  }
+  return news.length ? news.join("; ") : nameSeats(f.text ?? "", { ...room, info: after });
+}
+
 function onRoomUpdate(f) {
   const room = app.rooms.get(f.room);
   if (!room) return;
+  const news = roomNews(room, room.info, f);
   room.info = f.info;
   room.rematch = f.rematch;
-  room.note = f.text;
+  room.note = news;
+  room.said = "";
   const now = performance.now();
   room.forfeitEnd = Object.fromEntries(Object.entries(f.forfeit_ms).map(([s, ms]) => [s, now + ms]));
   render();
@@ -268,6 +385,14 @@ function onError(f, asked) {
   }
   const words = ERROR_WORDS[f.code];
   const text = words ? (words.endsWith(":") ? `${words} ${f.message}` : words) : f.message;
+  if (asked?.link && f.code === "unknown_room" && app.lostRoom === asked.room) {
+    app.lostRoom = null;
+    writeLink(null);
+    app.screen = "lobby";
+    showLobbyError(`Room ${asked.room} is gone: the server restarted or closed it, and the game could not be resumed.`);
+    render();
+    return;
+  }
   if (asked?.link) {
     if (f.code === "room_full") {
       request({ type: "join", room: asked.room, role: "spectator" }, { room: asked.room, link: true });
@@ -304,6 +429,7 @@ function sendMove(room, move) {
   if (room.busy || !room.view) return;
   const id = request({ type: "move", room: room.code, ply: room.view.ply, move }, { room: room.code });
   if (id == null) return;
+  flash(null); // the key hint that led here is done
   room.error = "";
   room.ui.selected = null;
   setBusy(room, true);
@@ -311,6 +437,7 @@ function sendMove(room, move) {
 }
 
 function goLobby() {
+  refreshRecent();
   app.current = null;
   app.screen = "lobby";
   writeLink(null);
@@ -341,9 +468,19 @@ function armed(button, question, action) {
 }
 
 let flashTimer = null;
+/** A short hint in the error line; `flash(null)` takes the current one away. */
 function flash(text) {
   const room = app.current && app.rooms.get(app.current);
   const el = room ? $("#room-error") : $("#lobby-error");
+  if (text == null) {
+    clearTimeout(flashTimer);
+    if (el.classList.contains("hint")) {
+      el.classList.remove("hint");
+      el.textContent = "";
+      show(el, false);
+    }
+    return true;
+  }
   el.textContent = text;
   el.classList.add("hint");
   show(el);
@@ -498,6 +635,7 @@ function renderLobby() {
   $("#queue-status").textContent = q ? "Waiting for an opponent for a quick match…" : "";
   $("#quick-btn").disabled = Boolean(q);
   renderRoomsTable();
+  renderRecent();
 }
 
 function describeRoomOptions(info) {
@@ -552,6 +690,7 @@ function contextFor(room) {
     legal: room.legal,
     seat: room.seat,
     names: namesOf(room),
+    who: (s) => (s === room.seat ? "You" : namesOf(room)[s]),
     busy: room.busy || app.status !== "online",
     ui: room.ui,
     move: (m) => sendMove(room, m),
@@ -589,6 +728,12 @@ function renderRoom() {
   const player = room.role === "player";
   const over = Boolean(room.view?.outcome);
   $("#room-code").textContent = room.code;
+  const rulesLink = $("#rules-link");
+  const game = room.game ?? info?.game ?? "stacko";
+  const variant = info?.options?.variant;
+  rulesLink.href = `rules-${game === "stakko" ? "stakko" : "stacko"}.html${variant && variant !== "basic" ? `#${variant}` : ""}`;
+  rulesLink.textContent = `Rules of ${rendererFor(game).title ?? "the game"}${variant && variant !== "basic" ? ` (${variant})` : ""}`;
+  replaceChildren($("#key-help"), rendererFor(game).help?.() ?? []);
   $("#room-kind").textContent = [
     info?.public ? "public" : "private",
     room.role === "spectator" ? "you are watching" : "",
@@ -623,6 +768,9 @@ function renderRoom() {
   // turn line, clock, board
   const renderer = rendererFor(room.game);
   const board = $("#board");
+  renderRoundEnd(room, renderer);
+  show(board, !room.roundEnd);
+  renderMoves(room);
   if (room.view) {
     const ctx = contextFor(room);
     const p = renderer.prompt(ctx);
@@ -639,8 +787,8 @@ function renderRoom() {
     replaceChildren($("#scores"));
   }
   tickClock();
-  const said = room.text || room.note || "";
-  $("#event-text").textContent = said.charAt(0).toUpperCase() + said.slice(1);
+  const said = room.said || room.note || "";
+  $("#event-text").textContent = capitalize(said);
   const err = $("#room-error");
   if (!err.classList.contains("hint")) {
     err.textContent = room.error ?? "";
@@ -651,6 +799,8 @@ function renderRoom() {
   const out = outcomeText(room);
   show($("#outcome"), Boolean(out));
   if (out) $("#outcome").replaceChildren(h("strong", {}, out.headline), " ", out.detail);
+  show($("#game-link-line"), Boolean(out && room.gameLink));
+  if (room.gameLink) $("#game-link").href = room.gameLink;
   const opponentHere = info?.players.length === 2 || Boolean(room.botLevel);
   const rematch = $("#rematch-btn");
   show(rematch, player && over);
@@ -659,6 +809,89 @@ function renderRoom() {
   rematch.disabled = asked || !opponentHere || app.status !== "online";
   rematch.textContent = asked ? "Rematch asked…" : theyAsked ? "Accept rematch" : "Rematch";
   show($("#resign-btn"), player && status === "playing" && !over);
+}
+
+function renderRoundEnd(room, renderer) {
+  const held = room.roundEnd;
+  show($("#round-end"), Boolean(held));
+  if (!held) return;
+  const r = held.result;
+  const ctx = contextFor(room);
+  const order = room.seat == null ? [0, 1] : [room.seat, 1 - room.seat];
+  $("#round-end-title").textContent = `Round ${r.round} is over`;
+  const how = r.finisher == null ? "Nobody finished (turn cap)." : `${ctx.who(r.finisher)} finished the tower.`;
+  $("#round-end-score").textContent = `${how} ${order.map((s) => `${ctx.who(s)} ${r.scores[s]}`).join(" – ")}`;
+  replaceChildren($("#round-end-towers"), renderer.roundEnd ? renderer.roundEnd(r, ctx) : null);
+  const bot = room.botLevel || room.info?.players.some((p) => p.bot);
+  $("#continue-btn").textContent = bot ? "Continue (the game goes on in a few seconds)" : "Continue";
+}
+
+function renderMoves(room) {
+  const items = room.moves.map((m) =>
+    h("li", { class: m.seat == null ? "system" : `by-${m.seat}`, dataset: { seat: m.seat == null ? "" : String(m.seat) } }, m.text),
+  );
+  const list = $("#move-list");
+  const atEnd = list.scrollTop + list.clientHeight >= list.scrollHeight - 4;
+  replaceChildren(list, items);
+  if (atEnd) list.scrollTop = list.scrollHeight;
+  show($("#moves-empty"), items.length === 0);
+}
+
+// -- records (GET /api/games...): recent games on the lobby, a finished game's page ------------
+
+const GAMES_API = "/api/games";
+
+async function fetchRecent() {
+  try {
+    const response = await fetch(`${GAMES_API}?limit=20`, { headers: { Accept: "application/json" } });
+    if (!response.ok) return null;
+    const data = await response.json();
+    return Array.isArray(data.games) ? data.games : null;
+  } catch {
+    return null; // a server without records: no list
+  }
+}
+
+async function refreshRecent() {
+  const games = await fetchRecent();
+  app.recent = games;
+  renderRecent();
+}
+
+function renderRecent() {
+  const games = app.recent;
+  show($("#recent"), Boolean(games && games.length));
+  if (!games) return;
+  replaceChildren(
+    $("#recent-list"),
+    games.map((g) => {
+      const names = [0, 1].map((s) => g.players?.find((p) => p.seat === s)?.name ?? `Seat ${s}`);
+      const r = g.result ?? {};
+      const score = Array.isArray(r.scores) ? ` ${r.scores[0]}:${r.scores[1]}` : "";
+      const won = r.winner == null ? "draw" : `${names[r.winner]} won`;
+      return h(
+        "li",
+        { dataset: { game: String(g.id) } },
+        h("a", { href: `/games/${encodeURIComponent(g.id)}` }, `${names[0]} vs ${names[1]}`),
+        h("span", { class: "note" }, ` · ${g.game}${g.variant && g.variant !== "basic" ? ` (${g.variant})` : ""} · ${won}${score} · ${g.plies ?? "?"} moves`),
+      );
+    }),
+  );
+}
+
+/** The record of the game that just ended in `room` (the newest finished game of that room
+ * code with these players), for the link at the end of the game. */
+async function findGameLink(room, tries = 3) {
+  const games = await fetchRecent();
+  const names = namesOf(room);
+  const found = games?.find((g) => g.code === room.code
+    && [0, 1].every((s) => (g.players?.find((p) => p.seat === s)?.name ?? names[s]) === names[s] || names[s] === "Opponent" || names[s] === "You"));
+  if (found) {
+    room.gameLink = `/games/${encodeURIComponent(found.id)}`;
+    render();
+  } else if (games && tries > 1) {
+    setTimeout(() => findGameLink(room, tries - 1), 1000); // the record may land a moment later
+  }
 }
 
 function forfeitText(end, now) {
@@ -748,6 +981,10 @@ function wire() {
   };
   $("#copy-link").addEventListener("click", copy);
   $("#copy-link-2").addEventListener("click", copy);
+  $("#continue-btn").addEventListener("click", () => {
+    const room = app.rooms.get(app.current);
+    if (room) continueRound(room);
+  });
   $("#rematch-btn").addEventListener("click", () => request({ type: "rematch", room: app.current }, { room: app.current }));
   $("#resign-btn").addEventListener("click", (e) =>
     armed(e.currentTarget, "Really resign?", () => request({ type: "resign", room: app.current }, { room: app.current })),
@@ -767,6 +1004,13 @@ function wire() {
     if (e.target.closest?.("input, select, textarea")) return;
     const room = app.rooms.get(app.current);
     if (!room?.view) return;
+    if (room.roundEnd) {
+      if (e.key === "Enter" || e.key === " " || e.key === "Escape") {
+        e.preventDefault();
+        continueRound(room);
+      }
+      return;
+    }
     if (rendererFor(room.game).key(e.key, contextFor(room))) e.preventDefault();
   });
   window.addEventListener("hashchange", () => {
@@ -795,10 +1039,10 @@ function start() {
     app.screen = app.link.room ? "room" : "lobby";
     conn.connect();
   } else {
-    app.screen = "name";
-    app.status = "stopped";
-    $("#conn-status").textContent = "Not connected";
+    app.screen = "name"; // nothing tried yet: no connection status to show
+    app.status = "idle";
   }
+  refreshRecent();
   render();
   if (app.screen === "name") $("#name-input").focus();
   window.stackoApp = app; // for the browser tests and the curious

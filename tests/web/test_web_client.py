@@ -97,6 +97,11 @@ def test_two_players_play_a_full_game_by_clicking(server, new_player, screenshot
             brick = open_brick(mover)
             mover.take(slot)
             wait_synced(players)
+            # Said with names: "Alice took the open 17 into slot 3" (the mover reads "You").
+            took = f"took the open {brick} into slot {slot}"
+            assert f"{mover.name} {took}" in other.page.inner_text("#event-text")
+            assert f"You {took}" in mover.page.inner_text("#event-text")
+            assert f"{mover.name} {took}" in other.page.inner_text("#move-list li:last-child")
             if not other.view()["outcome"] and other.view()["round"] == round_seen:
                 # The opponent sees the brick where it went, marked seen; so does the mover.
                 assert other.tower("opponent")[slot]["text"] == str(brick)
@@ -136,7 +141,28 @@ def test_two_players_play_a_full_game_by_clicking(server, new_player, screenshot
         if view["round"] != round_seen and not view["outcome"]:
             # Round 2: scores of round 1 shown, new deal, the opponent's tower hidden again.
             round_seen = view["round"]
-            for p in players:
+            result = view["results"][0]
+            for seat, p in enumerate(players):
+                # The end of the round is held on screen: both towers whole, side by side,
+                # with the round's score, until the player continues.
+                p.page.wait_for_selector("#round-end:not([hidden])")
+                assert "Round 1 is over" in p.page.inner_text("#round-end")
+                assert p.page.is_hidden("#board")
+                shown = p.page.evaluate(
+                    """() => [...document.querySelectorAll('#round-end-towers .tower-box')]
+                      .map((box) => [...box.querySelectorAll('li.slot')]
+                        .sort((a, b) => a.dataset.slot - b.dataset.slot)
+                        .map((li) => Number(li.querySelector('.num').textContent)))"""
+                )
+                assert shown == [result["towers"][seat], result["towers"][1 - seat]]
+                score = p.page.inner_text("#round-end-score")
+                assert f"You {result['scores'][seat]}" in score
+                other_name = players[1 - seat].name
+                assert f"{other_name} {result['scores'][1 - seat]}" in score
+                if seat == 0:
+                    p.page.screenshot(path=screenshots / "round-end.png", full_page=True)
+                p.page.click("#continue-btn")
+                p.page.wait_for_selector("#round-end", state="hidden")
                 assert "Round 1" in p.page.inner_text("#scores")
                 assert texts(p.tower("opponent")) == ["?"] * 4
             assert bob.my_turn()  # seat 1 starts round 2
@@ -151,6 +177,14 @@ def test_two_players_play_a_full_game_by_clicking(server, new_player, screenshot
     assert bob.page.inner_text("#outcome").startswith(b_text)
     scores = alice.page.inner_text("#scores")
     assert "Round 1" in scores and "Round 2" in scores and "Total" in scores
+    # The move list: every turn of the game, each with who made it (a draw and its place or
+    # pass are one line), the same on both pages.
+    lists = [p.page.eval_on_selector_all("#move-list li", "els => els.map(e => e.textContent)") for p in players]
+    turns = [t for t in lists[0] if not t.startswith(("The discard", "Round"))]
+    assert len(turns) == turn
+    assert all(t.startswith(("You ", "Bob ")) for t in turns), turns
+    assert all(t.startswith(("You ", "Alice ")) for t in lists[1] if not t.startswith(("The discard", "Round"))), lists[1]
+    assert len(lists[0]) == len(lists[1])
     assert str(outcome["scores"][0]) in scores
     assert alice.page.is_disabled("#draw-stack")
     alice.page.screenshot(path=screenshots / "game-over.png", full_page=True)

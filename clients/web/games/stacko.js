@@ -198,10 +198,10 @@ function pilesView(ctx, total, t) {
     parts.push(
       h(
         "div",
-        { class: "pile drawn", id: "drawn-brick", "aria-label": `You drew brick ${v.drawn}` },
-        h("span", { class: "pile-label" }, "You drew"),
+        { class: "pile drawn", id: "drawn-brick", "aria-label": `${ctx.seat == null ? ctx.names[v.to_move] : "You"} drew brick ${v.drawn}` },
+        h("span", { class: "pile-label" }, ctx.seat == null ? `${ctx.names[v.to_move]} drew` : "You drew"),
         brickFace(v.drawn, total),
-        h(
+        ctx.seat == null ? null : h(
           "button",
           {
             type: "button",
@@ -246,8 +246,73 @@ function pilesView(ctx, total, t) {
   return h("section", { class: "piles", "aria-label": "open brick and draw stack" }, parts);
 }
 
+/** What one event says, with the players' names ("Bob took the open 17 into slot 3"). */
+function describe(e, ctx) {
+  const who = (s) => ctx.who(s);
+  switch (e.kind) {
+    case "drew":
+      return e.brick != null ? `${who(e.seat)} drew ${e.brick}` : `${who(e.seat)} drew a brick`;
+    case "took":
+      return `${who(e.seat)} took the open ${e.brick} into slot ${e.slot}, discarding ${e.removed}`;
+    case "placed":
+      return `${who(e.seat)} drew and placed ${e.brick} in slot ${e.slot}, discarding ${e.removed}`;
+    case "passed":
+      return `${who(e.seat)} drew and passed ${e.brick}`;
+    case "reshuffled":
+      return `the discard pile was shuffled into a new draw stack of ${e.stack}`;
+    case "round_ended":
+      return `round ${e.round} over: ${e.finisher == null ? "the turn cap was reached" : `${who(e.finisher)} finished the tower`} (${ctx.names[0]} ${e.scores[0]}, ${ctx.names[1]} ${e.scores[1]})`;
+    default:
+      return null;
+  }
+}
+
+const HELP = [
+  h("kbd", {}, "o"), " select the open brick, then a slot number ", h("kbd", {}, "0"), "–", h("kbd", {}, "9"),
+  "; ", h("kbd", {}, "d"), " draw; after drawing a slot number places the brick, ", h("kbd", {}, "p"),
+  " passes; ", h("kbd", {}, "Esc"), " cancels. Towers taller than 10: type two digits quickly.",
+];
+
 export const stacko = {
   title: "Stacko",
+
+  describe,
+
+  /** The keyboard help under the board (nodes: cloned by the caller). */
+  help() {
+    return HELP.map((n) => (typeof n === "string" ? n : n.cloneNode(true)));
+  },
+
+  /** Both towers of a finished round side by side, bottom first at the bottom. */
+  roundEnd(result, ctx) {
+    const total = ctx.view ? brickCount(ctx.view) : Math.max(...result.towers.flat());
+    const order = ctx.seat == null ? [0, 1] : [ctx.seat, 1 - ctx.seat];
+    return h(
+      "div",
+      { class: "round-towers" },
+      order.map((s) => {
+        const tower = result.towers[s];
+        const run = runLength(tower);
+        return h(
+          "section",
+          { class: "tower-box", dataset: { seat: String(s) }, "aria-label": `${ctx.who(s)}: tower at the end of round ${result.round}` },
+          h("h3", { class: "tower-title" }, ctx.who(s), h("span", { class: "run" }, `${result.scores[s]} pts`)),
+          h(
+            "ol",
+            { class: "tower" },
+            [...tower.keys()].reverse().map((i) =>
+              h(
+                "li",
+                { class: "slot", dataset: { slot: String(i) } },
+                h("span", { class: "slot-no", "aria-hidden": "true" }, String(i)),
+                h("div", { class: "slot-body" }, brickFace(tower[i], total, { extraClass: run != null && i < run ? "in-run" : "" })),
+              ),
+            ),
+          ),
+        );
+      }),
+    );
+  },
 
   render(root, ctx) {
     const v = ctx.view;

@@ -48,8 +48,33 @@ function label(ctx, seat) {
   return seat === ctx.seat ? `You (${SIDE[seat]})` : `${ctx.names[seat]} (${SIDE[seat]})`;
 }
 
+/** What one event says, with the players' names. */
+function describe(e, ctx) {
+  if (e.kind === "moved") {
+    const n = `${e.count} disc${e.count === 1 ? "" : "s"}`;
+    const gone = e.closed ? `; space ${e.stack} left the line` : "";
+    return `${ctx.who(e.seat)} moved ${n} from stack ${e.stack} onto stack ${e.target}${gone}`;
+  }
+  if (e.kind === "passed") return `${ctx.who(e.seat)} could not move and passed`;
+  return null;
+}
+
+const HELP = [
+  "Type the number of one of your stacks, then how many discs to lift off its top (",
+  "two digits quickly for 10 or more, or finish with ", h("kbd", {}, "Enter"), "); ",
+  h("kbd", {}, "Esc"), " cancels. Or click a disc: it moves with every disc above it.",
+];
+
+const DIGIT_WAIT_MS = 900;
+
 export const stakko = {
   title: "Stakko",
+
+  describe,
+
+  help() {
+    return HELP.map((n) => (typeof n === "string" ? n : n.cloneNode(true)));
+  },
 
   render(root, ctx) {
     const v = ctx.view;
@@ -146,27 +171,56 @@ export const stakko = {
     const { ui } = ctx;
     if (ctx.busy || !lifts.size) return false;
     if (key === "Escape" && ui.stack != null) {
-      ui.stack = null;
+      this.cancel(ctx);
       ctx.rerender();
+      ctx.hint(null);
       return true;
     }
+    if (key === "Enter" && ui.stack != null && ui.count) return this.lift(ui.stack, Number(ui.count), ctx);
     if (!/^[0-9]$/.test(key)) return false;
-    const d = Number(key);
     if (ui.stack == null) {
+      const d = Number(key);
       if (!lifts.has(d)) return ctx.hint(`You cannot move stack ${d}.`);
       const counts = lifts.get(d);
-      if (counts.size === 1) {
-        ctx.move({ stack: d, count: [...counts][0] });
-        return true;
-      }
+      if (counts.size === 1) return this.lift(d, [...counts][0], ctx);
       ui.stack = d;
+      ui.count = "";
       ctx.rerender();
       return ctx.hint(`Stack ${d}: how many discs? (${[...counts].sort((a, b) => a - b).join(", ")})`);
     }
-    const stack = ui.stack;
-    if (!lifts.get(stack).has(d)) return ctx.hint(`You cannot lift ${d} from stack ${stack}.`);
-    ui.stack = null;
-    ctx.move({ stack, count: d });
+    // The count: digits typed one after another ("1", "2" -> 12); it goes as soon as no
+    // longer count could follow, else on Enter or after a short pause.
+    const counts = lifts.get(ui.stack);
+    clearTimeout(ui.countTimer);
+    const typed = `${ui.count ?? ""}${key}`;
+    const longer = [...counts].some((c) => c > Number(typed) && String(c).startsWith(typed));
+    if (!counts.has(Number(typed)) && !longer) {
+      ui.count = "";
+      return ctx.hint(`You cannot lift ${typed} from stack ${ui.stack}.`);
+    }
+    if (!longer) return this.lift(ui.stack, Number(typed), ctx);
+    ui.count = typed;
+    ctx.hint(`Stack ${ui.stack}: ${typed}… (Enter to lift ${typed})`);
+    if (counts.has(Number(typed))) {
+      const stack = ui.stack;
+      ui.countTimer = setTimeout(() => {
+        if (ui.stack === stack && ui.count === typed) this.lift(stack, Number(typed), ctx);
+      }, DIGIT_WAIT_MS);
+    }
+    return true;
+  },
+
+  cancel(ctx) {
+    clearTimeout(ctx.ui.countTimer);
+    ctx.ui.stack = null;
+    ctx.ui.count = "";
+  },
+
+  lift(stack, count, ctx) {
+    const counts = liftable(ctx.legal).get(stack);
+    if (!counts?.has(count)) return ctx.hint(`You cannot lift ${count} from stack ${stack}.`);
+    this.cancel(ctx);
+    ctx.move({ stack, count });
     return true;
   },
 
