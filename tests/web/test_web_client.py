@@ -50,6 +50,10 @@ def open_brick(p: Any) -> int:
     return int(p.page.get_attribute("#open-brick .brick", "data-brick") or 0)
 
 
+def move_list(p: Any) -> list[str]:
+    return p.page.eval_on_selector_all("#move-list li", "els => els.map(e => e.textContent)")  # type: ignore[no-any-return]
+
+
 def wait_synced(players: list[Any]) -> None:
     """Every page shows the same (latest) ply."""
     ply = max(p.view()["ply"] for p in players)
@@ -179,12 +183,13 @@ def test_two_players_play_a_full_game_by_clicking(server, new_player, screenshot
     assert "Round 1" in scores and "Round 2" in scores and "Total" in scores
     # The move list: every turn of the game, each with who made it (a draw and its place or
     # pass are one line), the same on both pages.
-    lists = [p.page.eval_on_selector_all("#move-list li", "els => els.map(e => e.textContent)") for p in players]
-    turns = [t for t in lists[0] if not t.startswith(("The discard", "Round"))]
-    assert len(turns) == turn
-    assert all(t.startswith(("You ", "Bob ")) for t in turns), turns
-    assert all(t.startswith(("You ", "Alice ")) for t in lists[1] if not t.startswith(("The discard", "Round"))), lists[1]
+    lists = [move_list(p) for p in players]
+    system = ("The discard", "Round")
     assert len(lists[0]) == len(lists[1])
+    for p, moves, opponent in ((alice, lists[0], "Bob"), (bob, lists[1], "Alice")):
+        turns = [t for t in moves if not t.startswith(system)]
+        assert len(turns) == turn
+        assert all(t.startswith(("You ", f"{opponent} ")) for t in turns), turns
     assert str(outcome["scores"][0]) in scores
     assert alice.page.is_disabled("#draw-stack")
     alice.page.screenshot(path=screenshots / "game-over.png", full_page=True)
