@@ -186,7 +186,7 @@ def test_two_players_play_a_full_game_by_clicking(server, new_player, screenshot
     lists = [move_list(p) for p in players]
     system = ("The discard", "Round")
     assert len(lists[0]) == len(lists[1])
-    for p, moves, opponent in ((alice, lists[0], "Bob"), (bob, lists[1], "Alice")):
+    for moves, opponent in ((lists[0], "Bob"), (lists[1], "Alice")):
         turns = [t for t in moves if not t.startswith(system)]
         assert len(turns) == turn
         assert all(t.startswith(("You ", f"{opponent} ")) for t in turns), turns
