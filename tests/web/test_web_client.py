@@ -210,9 +210,40 @@ def test_two_players_play_a_full_game_by_clicking(server, new_player, screenshot
     assert alice.errors == [] and bob.errors == []
 
 
+PHONE = {"width": 390, "height": 844}
+
+PHONE_JS = """() => {
+  const slot0 = document.querySelector('[data-tower="me"] li[data-slot="0"]');
+  const targets = [...document.querySelectorAll(
+    'button, summary, li.slot, a.rules-link, input, select')]
+    .filter((el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden');
+  return {
+    slot0: slot0 ? slot0.getBoundingClientRect().bottom : null,
+    height: window.innerHeight,
+    scrollY: window.scrollY,
+    targets: targets.length,
+    small: targets.map((el) => ({el: el.id || el.className || el.tagName,
+                                 text: el.textContent.slice(0, 20),
+                                 h: el.getBoundingClientRect().height}))
+                  .filter((x) => x.h < 44),
+  };
+}"""
+
+
+def check_phone_layout(p: Any) -> None:
+    """Measured in the browser: slot 0 of the player's tower on the first screen (no
+    scrolling), every slot, button and control at least 44 CSS px tall."""
+    p.page.evaluate("() => window.scrollTo(0, 0)")
+    m = p.page.evaluate(PHONE_JS)
+    assert m["slot0"] is not None and m["scrollY"] == 0
+    assert m["slot0"] <= m["height"], m
+    assert m["targets"] > 10
+    assert m["small"] == [], m["small"]
+
+
 def test_a_reloaded_page_resumes_its_game(server, new_player, screenshots) -> None:
     alice = new_player("Alice")
-    bob = new_player("Bob")
+    bob = new_player("Bob", **PHONE)  # a phone: the layout is measured on it
     alice.open(server.http_url)
     alice.in_lobby()
     alice.page.uncheck("#public-check")  # a private room: joined by typing its code
@@ -227,6 +258,8 @@ def test_a_reloaded_page_resumes_its_game(server, new_player, screenshots) -> No
     bob.page.click("#join-form button[type=submit]")
     alice.wait_board()
     bob.wait_board()
+    check_phone_layout(bob)  # a tower of 10 slots, waiting for Alice
+    bob.page.screenshot(path=screenshots / "phone-start.png")
 
     brick = open_brick(alice)
     alice.take(0)
@@ -241,6 +274,8 @@ def test_a_reloaded_page_resumes_its_game(server, new_player, screenshots) -> No
     assert texts(bob.tower("me")) == before
     assert bob.page.inner_text("#drawn-brick .num") == str(drawn)
     assert bob.tower("opponent")[0]["text"] == str(brick)
+    check_phone_layout(bob)  # his turn, a drawn brick in hand: slots are buttons now
+    bob.page.screenshot(path=screenshots / "phone-drawn.png")
     bob.place(2)
     wait_synced([alice, bob])
     assert alice.tower("opponent")[2]["text"] == str(drawn)
