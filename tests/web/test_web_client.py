@@ -9,6 +9,7 @@ docs/screenshot.png (the README's picture).
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Any
 import pytest
 
 from protocol.games import CODECS
+from server.app import ServerConfig
+from tests.web.conftest import ServerThread
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -283,10 +286,12 @@ def test_a_reloaded_page_resumes_its_game(server, new_player, screenshots) -> No
         "() => !document.querySelector('#players').textContent.includes('disconnected')"
     )
 
-    # A dropped connection (no reload): the page reconnects by itself and plays on.
-    server.drop_connections()
+    # The server says it restarts (close 1012): the page reconnects by itself, resumes its
+    # session and plays on.
+    server.drop_connections(1012, "service restart")
     for p in (alice, bob):
         p.page.wait_for_function("() => window.stackoApp.status === 'reconnecting'")
+        assert "restarting" in p.page.inner_text("#banner")
     for p in (alice, bob):
         p.page.wait_for_function("() => window.stackoApp.status === 'online'")
     wait_synced([alice, bob])
@@ -448,4 +453,36 @@ def test_two_players_play_stakko_by_clicking_discs(server, new_player, screensho
     for p in players:
         p.page.wait_for_selector("#outcome:not([hidden])")
     alice.page.screenshot(path=screenshots / "stakko-over.png", full_page=True)
+    assert alice.errors == [] and bob.errors == []
+
+
+def test_a_server_restarted_without_the_room_sends_the_page_to_the_lobby(new_player) -> None:
+    """The server goes away for good and a new one (which never heard of the room) comes up
+    on the same port: the pages reconnect by themselves and end in the lobby, saying the room
+    is gone, instead of staying on "Joining..."."""
+    seeds = iter(range(1000, 100_000))
+    config = ServerConfig(host="127.0.0.1", port=0, reconnect_grace_s=30.0)
+    first = ServerThread(config, lambda: random.Random(next(seeds)))
+    first.__enter__()
+    try:
+        alice = new_player("Alice")
+        bob = new_player("Bob")
+        code = start_game(alice, bob, first.http_url, **SMALL)
+    finally:
+        first.__exit__(None, None, None)
+    for p in (alice, bob):
+        p.page.wait_for_function("() => window.stackoApp.status === 'reconnecting'")
+    again = ServerConfig(host="127.0.0.1", port=first.port, reconnect_grace_s=30.0)
+    with ServerThread(again, lambda: random.Random(next(seeds))):
+        for p in (alice, bob):
+            p.in_lobby()
+            p.page.wait_for_selector("#lobby-error:not([hidden])")
+            message = p.page.inner_text("#lobby-error")
+            assert f"Room {code} is gone" in message
+            assert p.page.is_hidden("#screen-room")
+            assert p.page.evaluate("() => window.stackoApp.status") == "online"
+            assert "#room=" not in p.page.url
+        # The lobby works on the new server: a new room can be created.
+        alice.page.click("#create-btn")
+        alice.page.wait_for_selector("#share:not([hidden])")
     assert alice.errors == [] and bob.errors == []
