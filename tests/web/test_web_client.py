@@ -435,7 +435,22 @@ def test_two_players_play_stakko_by_clicking_discs(server, new_player, screensho
     assert bob.page.locator("button.disc").count() == 0  # White (Alice) moves first
     alice.page.screenshot(path=screenshots / "stakko-start.png", full_page=True)
     players = [alice, bob]
-    moves = 0
+    # Stakko's own keyboard help and rules link (not Stacko's).
+    for p in players:
+        help_text = p.page.text_content("#key-help") or ""
+        assert "number of one of your stacks" in help_text and "open brick" not in help_text
+        assert p.page.get_attribute("#rules-link", "href") == "rules-stakko.html"
+    # By keyboard: the stack, then how many discs; the hint goes once the move is made.
+    alice.key("0")
+    alice.page.wait_for_selector("#room-error.hint:has-text('how many discs')")
+    alice.key("3")
+    alice.wait_ply_after(0)
+    assert alice.page.is_hidden("#room-error")
+    wait_synced(players)
+    assert "You moved 3 discs from stack 0 onto stack 1" in alice.page.inner_text("#event-text")
+    assert "Alice moved 3 discs from stack 0 onto stack 1" in bob.page.inner_text("#event-text")
+    assert move_list(bob) == ["Alice moved 3 discs from stack 0 onto stack 1"]
+    moves = 1
     while not alice.view()["outcome"] and moves < 40:
         mover = alice if alice.room()["legal"] else bob  # type: ignore[index]
         ply = mover.view()["ply"]
@@ -486,3 +501,35 @@ def test_a_server_restarted_without_the_room_sends_the_page_to_the_lobby(new_pla
         alice.page.click("#create-btn")
         alice.page.wait_for_selector("#share:not([hidden])")
     assert alice.errors == [] and bob.errors == []
+
+
+STAKKO_KEYS_JS = """async () => {
+  const { stakko } = await import('/games/stakko.js');
+  const moves = [], hints = [];
+  const legal = [1, 2, 10, 12].map((count) => ({stack: 2, count})).concat([{stack: 4, count: 1}]);
+  const ctx = {legal, busy: false, ui: {}, move: (m) => moves.push(m),
+               hint: (t) => { hints.push(t); return true; }, rerender: () => {}};
+  for (const k of ['2', '1', '2',  '2', '1', 'Enter',  '2', '1', '0',  '4',  '2', '5']) {
+    stakko.key(k, ctx);
+  }
+  return {moves, hints};
+}"""
+
+
+def test_stakko_keys_lift_ten_or_more_discs(server, new_player) -> None:
+    """Stakko's key handler in the browser, on a position with a stack of 12 liftable discs
+    (a real game takes many moves to build one): counts of two digits, Enter for a count that
+    a longer one could continue, a stack with one possible count at once."""
+    alice = new_player("Alice")
+    alice.page.goto(server.http_url)
+    result = alice.page.evaluate(STAKKO_KEYS_JS)
+    assert result["moves"] == [
+        {"stack": 2, "count": 12},
+        {"stack": 2, "count": 1},
+        {"stack": 2, "count": 10},
+        {"stack": 4, "count": 1},
+    ]
+    assert result["hints"][-1] == "You cannot lift 5 from stack 2."
+    assert alice.page.text_content("#conn-status") == ""  # a new visitor: nothing tried yet
+    assert "Not connected" not in alice.page.inner_text("body")
+    assert alice.errors == []
