@@ -1,11 +1,14 @@
 // Stacko: two towers of numbered bricks, the open brick, the draw stack and the discard pile.
 //
-// A renderer is an object { title, render(root, ctx), key(key, ctx), prompt(ctx), scores(ctx) }.
-// ctx (built by app.js for every frame):
+// A renderer is an object { title, render(root, ctx), key(key, ctx), prompt(ctx), scores(ctx),
+// describe(event, ctx), help(), roundEnd(result, ctx) } (the last three optional).
+// ctx (built by app.js for every frame, and by replay.js for every step of a finished game):
 //   view     the state frame's view (view.game === "stacko"; see protocol/games/stacko.py)
 //   legal    the receiver's legal moves, or null when it is not its turn
 //   seat     the receiver's seat, null for a spectator
 //   names    ["name of seat 0", "name of seat 1"]
+//   who(s)   how texts name seat s: "You" for the receiver, else the name
+//   replay   true on a finished game's page: names everywhere, never "You", nothing to click
 //   busy     a move of ours is on its way: nothing is clickable
 //   ui       this room's renderer scratch state (kept across frames, reset by a new game)
 //   move(m)  send a move ({action, slot?}); the app adds room and ply
@@ -107,7 +110,7 @@ function towerView(ctx, seat, total, t) {
   const run = runLength(tower);
   const name = ctx.names[seat];
   const plain = ctx.seat == null || name === "Opponent" || name.endsWith(")");
-  const who = mine ? "You" : plain ? name : `${name} (opponent)`;
+  const who = ctx.replay ? name : mine ? "You" : plain ? name : `${name} (opponent)`;
   const seenLabel = mine ? "your opponent can see this brick" : "placed this round: everyone sees it";
   const slots = [];
   for (let i = tower.length - 1; i >= 0; i--) {
@@ -198,10 +201,10 @@ function pilesView(ctx, total, t) {
     parts.push(
       h(
         "div",
-        { class: "pile drawn", id: "drawn-brick", "aria-label": `${ctx.seat == null ? ctx.names[v.to_move] : "You"} drew brick ${v.drawn}` },
-        h("span", { class: "pile-label" }, ctx.seat == null ? `${ctx.names[v.to_move]} drew` : "You drew"),
+        { class: "pile drawn", id: "drawn-brick", "aria-label": `${ctx.seat == null || ctx.replay ? ctx.names[v.to_move] : "You"} drew brick ${v.drawn}` },
+        h("span", { class: "pile-label" }, ctx.seat == null || ctx.replay ? `${ctx.names[v.to_move]} drew` : "You drew"),
         brickFace(v.drawn, total),
-        ctx.seat == null ? null : h(
+        ctx.seat == null || ctx.replay ? null : h(
           "button",
           {
             type: "button",
@@ -409,7 +412,7 @@ export const stacko = {
     const v = ctx.view;
     if (!v.results.length) return null;
     const order = ctx.seat == null ? [0, 1] : [ctx.seat, 1 - ctx.seat];
-    const label = (s) => (ctx.seat == null ? ctx.names[s] : s === ctx.seat ? "You" : ctx.names[s]);
+    const label = (s) => (ctx.seat == null || ctx.replay ? ctx.names[s] : s === ctx.seat ? "You" : ctx.names[s]);
     const rows = v.results.map((r) =>
       h(
         "tr",

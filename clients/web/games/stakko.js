@@ -44,7 +44,7 @@ function distance(v, seat, line) {
 }
 
 function label(ctx, seat) {
-  if (ctx.seat == null) return `${ctx.names[seat]} (${SIDE[seat]})`;
+  if (ctx.seat == null || ctx.replay) return `${ctx.names[seat]} (${SIDE[seat]})`;
   return seat === ctx.seat ? `You (${SIDE[seat]})` : `${ctx.names[seat]} (${SIDE[seat]})`;
 }
 
