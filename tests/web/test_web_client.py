@@ -81,6 +81,7 @@ def test_two_players_play_a_full_game_by_clicking(server, new_player, screenshot
         assert texts(opp) == ["?"] * 4
         assert not any(s["eye"] for s in me + opp)
     assert "Alice" in bob.page.inner_text("#players")
+    assert alice.page.get_attribute("#rules-link", "href") == "rules-stacko.html"
     assert bob.page.evaluate("document.documentElement.scrollWidth") <= 375
     alice.page.screenshot(path=screenshots / "start.png", full_page=True)
     bob.page.screenshot(path=screenshots / "start-phone.png", full_page=True)

@@ -44,6 +44,12 @@ def body(port: int, path: str) -> bytes:
         ("/net.js", "text/javascript; charset=utf-8"),
         ("/games/stacko.js", "text/javascript; charset=utf-8"),
         ("/style.css", "text/css; charset=utf-8"),
+        ("/client.js", "text/javascript; charset=utf-8"),
+        ("/replay.js", "text/javascript; charset=utf-8"),
+        ("/rules-stacko.html", "text/html; charset=utf-8"),
+        ("/rules-stakko.html", "text/html; charset=utf-8"),
+        ("/games/42", "text/html; charset=utf-8"),
+        ("/games/stacko-5?seat=1", "text/html; charset=utf-8"),
     ],
 )
 def test_client_files_are_served_with_their_content_type(server, path, content_type) -> None:
@@ -61,6 +67,34 @@ def test_index_is_the_client_page_with_a_strict_policy(server) -> None:
     assert "http://" not in page and "https://" not in page  # no CDN: works offline
     policy = get(server.port, "/").getheader("Content-Security-Policy") or ""
     assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy
+
+
+def test_a_game_page_is_served_for_every_game_id(server) -> None:
+    """``/games/{id}`` is the page of a finished game; its files load by absolute paths (a
+    relative ``style.css`` would resolve to /games/style.css); the board files under
+    /games/ are still the files."""
+    page = body(server.port, "/games/K7QJ2M-17").decode()
+    assert page == (WEB / "game.html").read_text()
+    assert '<script type="module" src="/replay.js"></script>' in page
+    assert 'href="/style.css"' in page
+    policy = get(server.port, "/games/17").getheader("Content-Security-Policy") or ""
+    assert "default-src 'self'" in policy
+    assert body(server.port, "/games/stacko.js") == (WEB / "games" / "stacko.js").read_bytes()
+    names = StaticFiles(WEB)
+    assert names.name_for("/games/17") == "game.html"
+    assert names.name_for("/games/index.js") == "games/index.js"
+
+
+def test_rules_pages_are_linked_from_the_lobby_and_say_why_spaces_go(server) -> None:
+    index = body(server.port, "/").decode()
+    assert 'href="rules-stacko.html"' in index and 'href="rules-stakko.html"' in index
+    assert 'id="rules-link"' in index  # the game screen's link, pointed at the room's game
+    stakko = body(server.port, "/rules-stakko.html").decode()
+    for anchor in ('id="basic"', 'id="gray"', 'id="red"'):
+        assert anchor in stakko
+    assert "the space leaves the line" in stakko  # why spaces disappear (gray, red)
+    stacko = body(server.port, "/rules-stacko.html").decode()
+    assert "Slot 0 is the bottom" in stacko and "50" in stacko
 
 
 def test_unchanged_files_answer_not_modified(server) -> None:
@@ -89,6 +123,10 @@ def test_unchanged_files_answer_not_modified(server) -> None:
         "/app.js/",
         "/missing.js",
         "/C:%5cWindows",
+        "/games/a.b",
+        "/games/42/replay",
+        "/games/%2e%2e",
+        "/games/" + "x" * 65,
     ],
 )
 def test_nothing_outside_the_client_files_is_served(server, path) -> None:
