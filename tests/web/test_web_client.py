@@ -81,6 +81,7 @@ def test_two_players_play_a_full_game_by_clicking(server, new_player, screenshot
         assert texts(opp) == ["?"] * 4
         assert not any(s["eye"] for s in me + opp)
     assert "Alice" in bob.page.inner_text("#players")
+    assert "Bob joined" in alice.page.inner_text("#event-text")  # a room message, with the name
     assert alice.page.get_attribute("#rules-link", "href") == "rules-stacko.html"
     assert bob.page.evaluate("document.documentElement.scrollWidth") <= 375
     alice.page.screenshot(path=screenshots / "start.png", full_page=True)
@@ -346,7 +347,8 @@ def test_lobby_rooms_spectators_quick_match_and_errors(server, new_player) -> No
     alice.take(1)
     wait_synced([alice, bob, carol])
     assert carol.tower("seat0")[1]["text"] == str(brick)
-    assert f"took the open {brick} into slot 1" in carol.page.inner_text("#event-text")
+    assert f"Alice took the open {brick} into slot 1" in carol.page.inner_text("#event-text")
+    assert move_list(carol)[-1].startswith(f"Alice took the open {brick} into slot 1")
     assert carol.page.evaluate("document.documentElement.scrollWidth") <= 375
 
     # Quick match: two players who asked are paired, with a move clock.
@@ -389,9 +391,22 @@ def test_play_against_a_bot_to_the_end(server, new_player, screenshots) -> None:
     alice.wait_board()
     assert "bot" in alice.page.inner_text("#players")
     moves = 0
+    held = 0
     while True:
         alice.wait_my_turn_or_over()
         view = alice.view()
+        end = alice.page.evaluate(
+            "() => { const a = window.stackoApp; return a.rooms.get(a.current).roundEnd; }"
+        )
+        if end is not None and not view["outcome"]:
+            # Round 1 ended and the bot already opened round 2 (seat 1 starts it), but the
+            # page still shows the round's end; against a bot it goes on by itself.
+            held += 1
+            assert view["ply"] > end["ply"] and view["round"] == 2
+            assert alice.page.is_visible("#round-end") and alice.page.is_hidden("#board")
+            assert "Round 1 is over" in alice.page.inner_text("#round-end")
+            alice.page.wait_for_selector("#round-end", state="hidden")
+            assert alice.page.is_visible("#board")
         if view["outcome"]:
             break
         if moves % 2 == 0:
@@ -401,6 +416,7 @@ def test_play_against_a_bot_to_the_end(server, new_player, screenshots) -> None:
             alice.pass_()
         moves += 1
         assert moves < 60
+    assert held == 1
     alice.page.wait_for_selector("#outcome:not([hidden])")
     assert re.match(r"(You won!|You lost|Draw)", alice.page.inner_text("#outcome"))
     alice.page.screenshot(path=screenshots / "vs-bot-over.png", full_page=True)
@@ -534,3 +550,18 @@ def test_stakko_keys_lift_ten_or_more_discs(server, new_player) -> None:
     assert alice.page.text_content("#conn-status") == ""  # a new visitor: nothing tried yet
     assert "Not connected" not in alice.page.inner_text("body")
     assert alice.errors == []
+
+
+def test_a_clock_that_runs_out_is_said_with_the_name(server, new_player) -> None:
+    alice = new_player("Alice")
+    bob = new_player("Bob")
+    start_game(alice, bob, server.http_url, **{**SMALL, "clock_ms": 1})  # 1 s per move
+    bob.page.wait_for_function(
+        "() => document.querySelector('#event-text').textContent"
+        '  .includes("Alice\'s clock ran out")'
+    )
+    alice.page.wait_for_function(
+        "() => document.querySelector('#event-text').textContent.includes('Your clock ran out')"
+    )
+    assert "seat 0" not in bob.page.inner_text("#event-text")
+    assert alice.errors == [] and bob.errors == []
