@@ -883,9 +883,11 @@ function renderRecent() {
  * code with these players), for the link at the end of the game. */
 async function findGameLink(room, tries = 3) {
   const games = await fetchRecent();
-  const names = namesOf(room);
+  // Newest first: the first game of this room with these players in these seats (a rematch
+  // swaps the seats, so the room's earlier game does not match).
+  const known = room.info?.players ?? [];
   const found = games?.find((g) => g.code === room.code
-    && [0, 1].every((s) => (g.players?.find((p) => p.seat === s)?.name ?? names[s]) === names[s] || names[s] === "Opponent" || names[s] === "You"));
+    && known.every((p) => !p.name || g.players?.some((q) => q.seat === p.seat && q.name === p.name)));
   if (found) {
     room.gameLink = `/games/${encodeURIComponent(found.id)}`;
     render();

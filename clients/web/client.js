@@ -103,8 +103,16 @@ export class Client {
     }
     this.ws = null;
     this._status(this.attempt ? "reconnecting" : "connecting");
-    const WS = this.WebSocketClass ?? (this.WebSocketClass = await webSocketClass());
-    const ws = new WS(this.url);
+    let ws;
+    try {
+      const WS = this.WebSocketClass ?? (this.WebSocketClass = await webSocketClass());
+      ws = new WS(this.url);
+    } catch (error) {
+      // No WebSocket at all, or a URL it refuses: nothing to retry.
+      for (const w of this.welcomed.splice(0)) w.reject(error);
+      this._status("stopped", String(error?.message ?? error));
+      return;
+    }
     this.ws = ws;
     ws.onopen = () => {
       const hello = { type: "hello", protocol: PROTOCOL, name: this.name() };

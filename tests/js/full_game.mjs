@@ -1,6 +1,7 @@
 // Two players, each a Client of clients/web/client.js, play a whole game of every game named
-// on the command line against the server at URL; prints one JSON line per game.
-//   node tests/js/full_game.mjs ws://127.0.0.1:PORT/ stacko stakko
+// on the command line against the server at URL; prints one JSON line per game. "resume"
+// instead of a game: a client whose connection drops reconnects and keeps its session.
+//   node tests/js/full_game.mjs ws://127.0.0.1:PORT/ stacko stakko resume
 // Moves are the first legal move rotated by the ply (deterministic, and not always the same
 // slot, so Stacko games reach the end of their rounds).
 
@@ -49,9 +50,26 @@ async function game(name) {
   };
 }
 
+/** A dropped connection: the client reconnects by itself and resumes its session. */
+async function resume() {
+  const client = new Client({ url, name: "Cy", WebSocket });
+  const first = await client.connect();
+  const statuses = [];
+  const back = new Promise((resolve) => {
+    client.onStatus = (status) => {
+      statuses.push(status);
+      if (status === "online") resolve();
+    };
+  });
+  client.ws.close(4000, "test: dropped"); // as a network failure would
+  await back;
+  client.stop();
+  return { game: "resume", statuses, same: client.token === first.session };
+}
+
 const timer = setTimeout(() => {
   console.error("timed out");
   process.exit(2);
 }, 30000);
-for (const name of games) console.log(JSON.stringify(await game(name)));
+for (const name of games) console.log(JSON.stringify(name === "resume" ? await resume() : await game(name)));
 clearTimeout(timer);

@@ -1,5 +1,6 @@
 """The JavaScript client module (clients/web/client.js) in Node, against a real server: two
-Node clients play whole games of Stacko and Stakko (tests/js/full_game.mjs).
+Node clients play whole games of Stacko and Stakko, and a client whose connection
+drops reconnects by itself and keeps its session (tests/js/full_game.mjs).
 
 Node 22+ has a WebSocket of its own; before that the module needs the ``ws`` package, which
 ``npm install`` in tests/js installs (tests/js/package.json). The test skips, saying why,
@@ -43,12 +44,15 @@ def test_two_node_clients_play_whole_games(server) -> None:
     exe = node()
     url = f"ws://127.0.0.1:{server.port}/"
     run = subprocess.run(
-        [exe, str(JS / "full_game.mjs"), url, "stacko", "stakko"],
+        [exe, str(JS / "full_game.mjs"), url, "stacko", "stakko", "resume"],
         capture_output=True, text=True, timeout=60, cwd=JS,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     results = [json.loads(line) for line in run.stdout.splitlines()]
-    assert [r["game"] for r in results] == ["stacko", "stakko"]
+    assert [r["game"] for r in results] == ["stacko", "stakko", "resume"]
+    resumed = results.pop()
+    assert resumed["statuses"] == ["reconnecting", "reconnecting", "online"], resumed
+    assert resumed["same"], resumed
     for r in results:
         assert r["session"] and r["same"], r
         assert sorted(r["seats"]) == [0, 1]
