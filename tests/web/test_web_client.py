@@ -434,7 +434,7 @@ def test_two_players_play_stakko_by_clicking_discs(server, new_player, screensho
     if "stakko" not in CODECS:
         pytest.skip("the server has no Stakko codec yet (protocol/games/stakko.py)")
     alice = new_player("Alice")
-    bob = new_player("Bob", width=375, height=812)
+    bob = new_player("Bob", **PHONE)  # on a phone: stack buttons and count buttons
     alice.open(server.http_url)
     alice.in_lobby()
     alice.page.select_option("#game-select", "stakko")
@@ -468,12 +468,26 @@ def test_two_players_play_stakko_by_clicking_discs(server, new_player, screensho
     assert "Alice moved 3 discs from stack 0 onto stack 1" in bob.page.inner_text("#event-text")
     assert move_list(bob) == ["Alice moved 3 discs from stack 0 onto stack 1"]
     moves = 1
+    phone_checked = False
     while not alice.view()["outcome"] and moves < 40:
         mover = alice if alice.room()["legal"] else bob  # type: ignore[index]
         ply = mover.view()["ply"]
-        discs = mover.page.locator("button.disc")
-        assert discs.count() > 0
-        discs.nth(moves % discs.count()).click()  # lift that disc and all above it
+        if mover is alice:
+            discs = mover.page.locator("button.disc")
+            assert discs.count() > 0
+            discs.nth(moves % discs.count()).click()  # lift that disc and all above it
+        else:  # the phone: no disc buttons (too thin to tap); a stack, then how many
+            assert mover.page.locator("button.disc").count() == 0
+            stacks = mover.page.locator("button.stack-btn")
+            stacks.nth(moves % stacks.count()).click()
+            counts = mover.page.locator(".count-picker button[data-count]")
+            if mover.view()["ply"] == ply and counts.count():
+                if not phone_checked:
+                    phone_checked = True
+                    small = mover.page.evaluate(PHONE_JS)["small"]
+                    assert small == [], small  # every button a finger's size
+                    bob.page.screenshot(path=screenshots / "stakko-phone.png")
+                counts.nth(moves % counts.count()).click()
         mover.wait_ply_after(ply)
         wait_synced(players)
         moves += 1

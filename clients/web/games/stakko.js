@@ -67,6 +67,12 @@ const HELP = [
 
 const DIGIT_WAIT_MS = 900;
 
+/** A phone: discs are too thin to tap, so a stack's number is the button and a row of count
+ * buttons follows (every button a finger's size). */
+function narrow() {
+  return typeof matchMedia === "function" && matchMedia("(max-width: 480px)").matches;
+}
+
 export const stakko = {
   title: "Stakko",
 
@@ -91,13 +97,14 @@ export const stakko = {
       target?.classList.toggle("landing", on);
     };
 
+    const phone = narrow();
     const stacks = line.map((stack, i) => {
       const counts = lifts.get(i);
       const owner = ownerOf(stack);
       const discs = stack.map((colour, j) => {
         const count = stack.length - j;
         const name = `${colour} disc ${j + 1} of ${stack.length}`;
-        if (counts?.has(count)) {
+        if (counts?.has(count) && !phone) {
           return h(
             "button",
             {
@@ -124,7 +131,25 @@ export const stakko = {
           "aria-label": `stack ${i}: ${stack.length} discs, ${owner == null ? "nobody's" : SIDE[owner] + "'s"}`,
         },
         h("div", { class: "discs" }, discs),
-        h("span", { class: "stack-no" }, String(i)),
+        counts
+          ? h(
+              "button",
+              {
+                type: "button",
+                class: "stack-no stack-btn",
+                dataset: { focus: `stack-${i}` },
+                "aria-pressed": String(ui.stack === i),
+                "aria-label": `Stack ${i}: choose how many discs to lift`,
+                onclick: () => {
+                  this.cancel(ctx);
+                  if (counts.size === 1) return this.lift(i, [...counts][0], ctx);
+                  ui.stack = ui.stack === i ? null : i;
+                  return ctx.rerender();
+                },
+              },
+              String(i),
+            )
+          : h("span", { class: "stack-no" }, String(i)),
         h("span", { class: "home" }, home ?? ""),
       );
     });
@@ -140,10 +165,27 @@ export const stakko = {
         v.passes?.[s] ? ` · passed ${v.passes[s]}×` : "",
       ),
     );
+    const chosen = ui.stack != null ? lifts.get(ui.stack) : null;
+    const picker = chosen
+      ? h(
+          "div",
+          { class: "count-picker", role: "group", "aria-label": `How many discs off stack ${ui.stack}` },
+          h("span", {}, `Lift from stack ${ui.stack}:`),
+          [...chosen].sort((a, b) => a - b).map((count) =>
+            h(
+              "button",
+              { type: "button", dataset: { focus: `count-${count}`, count: String(count) }, onclick: () => this.lift(ui.stack, count, ctx) },
+              `${count} disc${count === 1 ? "" : "s"}`,
+            ),
+          ),
+          h("button", { type: "button", class: "cancel", onclick: () => { this.cancel(ctx); ctx.rerender(); } }, "Cancel"),
+        )
+      : null;
     return h(
       "div",
       { class: "stakko" },
       h("ul", { class: "sides plain" }, info),
+      picker,
       h("ol", { class: "stakko-line", "aria-label": "the line of stacks, White's home first" }, stacks),
     );
   },
@@ -157,7 +199,9 @@ export const stakko = {
       const line = lineOf(v);
       const n = distance(v, ctx.seat, line);
       return {
-        text: `Your turn: click a disc in one of your stacks to move it and everything above it ${n} stack${n === 1 ? "" : "s"} ${ctx.seat === 0 ? "right" : "left"}.`,
+        text: narrow()
+          ? `Your turn: tap the number under one of your stacks, then how many discs go ${n} stack${n === 1 ? "" : "s"} ${ctx.seat === 0 ? "right" : "left"}.`
+          : `Your turn: click a disc in one of your stacks to move it and everything above it ${n} stack${n === 1 ? "" : "s"} ${ctx.seat === 0 ? "right" : "left"}.`,
         round,
         mine: true,
       };
