@@ -202,6 +202,7 @@ function onFrame(f) {
       return render();
     case "left":
       app.rooms.delete(f.room);
+      sessionStorage.removeItem(MOVES_KEY + f.room);
       if (app.current === f.room) goLobby();
       return render();
     case "error":

@@ -62,7 +62,8 @@ function describe(e, ctx) {
 const HELP = [
   "Type the number of one of your stacks, then how many discs to lift off its top (",
   "two digits quickly for 10 or more, or finish with ", h("kbd", {}, "Enter"), "); ",
-  h("kbd", {}, "Esc"), " cancels. Or click a disc: it moves with every disc above it.",
+  h("kbd", {}, "Esc"), " cancels. Or click a disc (it moves with every disc above it), or the",
+  " number under a stack and then how many.",
 ];
 
 const DIGIT_WAIT_MS = 900;
