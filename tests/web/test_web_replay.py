@@ -171,7 +171,7 @@ def test_missing_and_bad_games_say_so(server, new_player) -> None:
     assert all("404" in e or "400" in e for e in viewer.errors), viewer.errors
 
 
-def test_recent_games_and_the_link_at_the_end_of_a_game(server, new_player) -> None:
+def test_recent_games_and_the_link_at_the_end_of_a_game(server, new_player, screenshots) -> None:
     alice = new_player("Alice")
     bob = new_player("Bob")
     records = {"stacko-5": STACKO}
@@ -196,6 +196,7 @@ def test_recent_games_and_the_link_at_the_end_of_a_game(server, new_player) -> N
     alice.page.click("#leave-btn")
     alice.in_lobby()
     alice.page.wait_for_selector("#recent:not([hidden])")
+    alice.page.screenshot(path=screenshots / "lobby-recent.png", full_page=True)
     link = alice.page.locator('#recent-list li[data-game="stacko-5"] a')
     assert link.inner_text() == "Alice vs Bob"
     link.click()
