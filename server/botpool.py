@@ -1,0 +1,208 @@
+"""Built-in bots think off the event loop: in a bounded pool of worker processes.
+
+A strong bot's decision is CPU-bound (up to ~90 ms on large options): on the loop it stalled
+every other room. A room asks a ``Thinker`` for a decision and gets the answer later, on the
+loop, through a callback; meanwhile the room plays on its own timer (``Room._bot_turn``): if
+no answer came within the per-decision budget it plays the game's ``timeout_moves`` and
+drops the late answer.
+
+Bots keep memory between decisions (``observe``/``reset``, ``clients.bots.base``), so the bot
+object travels with each decision: the loop pickles ``(bot, view, legal)`` (about 4 KB and
+50 us for the strong Stacko bot; pickled on the loop, so what is sent is the view as it was
+when asked), the worker runs ``choose`` and sends back the move *and the bot*, whose memory
+the room keeps. Any worker can then take any decision, which a sticky bot-per-worker design
+could not (``concurrent.futures`` has no routing, and one busy worker would hold its rooms).
+
+One pool per process (``shared_pool``), shared by every ``Server`` in it (the test suite runs
+many) and shut down with the last one; its workers start on the first decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import inspect
+import logging
+import multiprocessing
+import os
+import pickle
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+log = logging.getLogger("stacko.bots")
+
+Done = Callable[[Any, Any, str | None], None]
+"""``done(move, bot, error)``: the move (``None``: the bot gave up, play the fallback), the
+bot with its memory after the decision, or an error text if the bot failed."""
+
+STOP_SHARE = 0.8
+"""Share of the budget after which ``should_stop`` says stop: the rest carries the answer
+back before the room's own timer plays the fallback."""
+
+_ACCEPTS: dict[type, bool] = {}
+
+
+def accepts_should_stop(bot: Any) -> bool:
+    """Whether ``bot.choose`` takes the keyword ``should_stop`` (the anytime interface of
+    ``clients.bots.base``); looked up once per class."""
+    kind = type(bot)
+    known = _ACCEPTS.get(kind)
+    if known is None:
+        try:
+            params = inspect.signature(bot.choose).parameters
+        except (TypeError, ValueError):
+            params = {}  # type: ignore[assignment]
+        known = "should_stop" in params or any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
+        )
+        _ACCEPTS[kind] = known
+    return known
+
+
+def decide(bot: Any, view: Any, legal: Sequence[Any], stop_at: float) -> Any:
+    """``bot.choose``, with ``should_stop`` (true from ``stop_at``, ``time.monotonic``) if
+    the bot takes it; ``None`` if ``stop_at`` had passed before it could start."""
+    if time.monotonic() >= stop_at:
+        return None
+    if accepts_should_stop(bot):
+        return bot.choose(view, legal, should_stop=lambda: time.monotonic() >= stop_at)
+    return bot.choose(view, legal)
+
+
+def _work(payload: bytes) -> tuple[Any, Any]:
+    """In a worker: one decision; the bot goes back with its memory."""
+    bot, view, legal, stop_at = pickle.loads(payload)
+    return decide(bot, view, legal, stop_at), bot
+
+
+class InlineThinker:
+    """Decisions on the event loop, in a ``call_soon`` callback: ``bot_workers=0``, for tests
+    and debugging only (a slow bot stalls every room)."""
+
+    def __init__(self, schedule_soon: Callable[[Callable[[], None]], None]) -> None:
+        self.schedule_soon = schedule_soon
+
+    def think(
+        self, bot: Any, view: Any, legal: Sequence[Any], budget_s: float, done: Done
+    ) -> Callable[[], None]:
+        cancelled = False
+        stop_at = time.monotonic() + budget_s * STOP_SHARE
+
+        def run() -> None:
+            if cancelled:
+                return
+            try:
+                move = decide(bot, view, legal, stop_at)
+            except Exception as exc:  # a broken bot loses its game, the server goes on
+                log.exception("bot %s failed", getattr(bot, "name", bot))
+                done(None, None, repr(exc))
+                return
+            done(move, bot, None)
+
+        def cancel() -> None:
+            nonlocal cancelled
+            cancelled = True
+
+        self.schedule_soon(run)
+        return cancel
+
+
+class PoolThinker:
+    """Decisions in worker processes; answers come back on the loop that asked."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._executor: concurrent.futures.ProcessPoolExecutor | None = None
+        self.users = 0
+        self.generation = 0
+        """Counts shutdowns: answers from the workers of an earlier one are dropped."""
+
+    def executor(self) -> concurrent.futures.ProcessPoolExecutor:
+        """Started on the first decision. ``forkserver``: forking the server itself (threads,
+        sockets, an event loop) is unsafe, and spawning would import everything per worker;
+        the fork server imports the bots once and forks workers from that."""
+        if self._executor is None:
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(
+                ["clients.bots.registry", "clients.bots.stacko_bots", "clients.bots.stakko_bots"]
+            )
+            self._executor = concurrent.futures.ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=ctx
+            )
+        return self._executor
+
+    def think(
+        self, bot: Any, view: Any, legal: Sequence[Any], budget_s: float, done: Done
+    ) -> Callable[[], None]:
+        loop = asyncio.get_running_loop()
+        stop_at = time.monotonic() + budget_s * STOP_SHARE
+        payload = pickle.dumps((bot, view, list(legal), stop_at))
+        future = self.executor().submit(_work, payload)
+        generation = self.generation  # not the executor: a room may outlive the pool
+
+        def deliver() -> None:  # on the loop; the room drops an answer it no longer awaits
+            if future.cancelled() or self.generation != generation:
+                return  # dropped, or the pool was stopped (its workers cut short)
+            exc = future.exception()
+            if exc is not None:
+                log.error("bot %s failed: %r", getattr(bot, "name", bot), exc)
+                done(None, None, repr(exc))
+                return
+            move, new_bot = future.result()
+            done(move, new_bot, None)
+
+        def finished(_: concurrent.futures.Future[tuple[Any, Any]]) -> None:  # pool's thread
+            # A closed loop: the server is gone, and nobody waits for the answer.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(deliver)
+
+        def cancel() -> None:  # a decision still queued never runs; a running one answers late
+            future.cancel()
+
+        future.add_done_callback(finished)
+        return cancel
+
+    def shutdown(self) -> None:
+        """Stop the workers and wait for them (blocking: call it off the loop). A decision in
+        progress is cut short: the server is going away, and a bot that ignores
+        ``should_stop`` could otherwise hold the exit."""
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        self.generation += 1
+        # No public way to reach the workers before Python 3.14 (``terminate_workers``).
+        workers = list((getattr(executor, "_processes", None) or {}).values())
+        executor.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            worker.terminate()
+        executor.shutdown(wait=True)
+
+
+def default_workers(option: int) -> int:
+    """``bot_workers`` -1: one fewer than the CPUs (the loop keeps one), at least 1."""
+    if option >= 0:
+        return option
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
+_POOLS: dict[int, PoolThinker] = {}
+
+
+def shared_pool(workers: int) -> PoolThinker:
+    """The process's pool of ``workers`` processes; ``release`` it when done."""
+    pool = _POOLS.get(workers)
+    if pool is None:
+        pool = _POOLS[workers] = PoolThinker(workers)
+    pool.users += 1
+    return pool
+
+
+async def release(pool: PoolThinker) -> None:
+    """The last user's release stops the workers (in a thread: joining them blocks)."""
+    pool.users -= 1
+    if pool.users <= 0:
+        if _POOLS.get(pool.workers) is pool:
+            del _POOLS[pool.workers]
+        await asyncio.to_thread(pool.shutdown)
