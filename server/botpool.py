@@ -22,6 +22,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import copyreg
+import dataclasses
+import importlib
 import inspect
 import logging
 import multiprocessing
@@ -30,6 +33,8 @@ import pickle
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from server.compiled import MODULES
 
 log = logging.getLogger("stacko.bots")
 
@@ -69,6 +74,38 @@ def decide(bot: Any, view: Any, legal: Sequence[Any], stop_at: float) -> Any:
     if accepts_should_stop(bot):
         return bot.choose(view, legal, should_stop=lambda: time.monotonic() >= stop_at)
     return bot.choose(view, legal)
+
+
+def _rebuild(cls: type, values: dict[str, Any]) -> Any:
+    return cls(**values)
+
+
+def _reduce_frozen(obj: Any) -> tuple[Any, ...]:
+    values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    return _rebuild, (type(obj), values)
+
+
+def _register_reducers() -> None:
+    """Frozen dataclasses of the compiled modules (views hold them: options, events, moves)
+    are pickled through their constructor: compiled by mypyc they have no ``__dict__``, and
+    the default unpickling sets each field, which a frozen class refuses. Run on import, so
+    in the server and in every worker alike."""
+    for name in MODULES:
+        if not name.startswith("engine."):  # the server's own modules import this one
+            continue
+        module = importlib.import_module(name)
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and value.__module__ == name
+                and dataclasses.is_dataclass(value)
+                and value.__dataclass_params__.frozen  # type: ignore[attr-defined]
+                and all(f.init for f in dataclasses.fields(value))
+            ):
+                copyreg.pickle(value, _reduce_frozen)
+
+
+_register_reducers()
 
 
 def _work(payload: bytes) -> tuple[Any, Any]:

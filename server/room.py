@@ -407,13 +407,16 @@ class Room:
         budget = self.hooks.bot_budget_s
         if self.deadline is not None:  # never let the bot's own clock run out
             budget = min(budget, max(0.0, (self.deadline - now) / 2))
-        self._bot_timer = clock.call_at(now + budget, partial(self._bot_overdue, seat, game, ply))
+        timer = clock.call_at(now + budget, partial(self._bot_overdue, seat, game, ply))
+        self._bot_timer = timer
         view = game.view(seat)
         try:
-            self._bot_cancel = thinker.think(
+            cancel = thinker.think(
                 bot, view, view.legal_moves(), budget,
                 partial(self._bot_answer, seat, game, ply, player),
             )  # fmt: skip
+            if self._bot_timer is timer:  # not answered at once (a thinker without a loop)
+                self._bot_cancel = cancel
         except Exception:  # the decision could not even be sent (a bot that cannot pickle)
             log.exception("bot %s failed in room %s", bot.name, self.code)
             self._drop_bot_decision()

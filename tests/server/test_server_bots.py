@@ -112,8 +112,13 @@ async def test_a_bot_that_takes_should_stop_gets_it_and_keeps_its_memory(
     h = await make_harness(bots=bots(tmp_path), bot_budget_s=0.2, bot_workers=workers)
     human, code = await bot_room(h, "anytime")
     room = h.server.hub.rooms[code]
+
+    def my_turn() -> bool:  # on the server, and the human has the frame that says so
+        game = room.game
+        return game is not None and game.to_move == 1 and human.latest[code]["seq"] == room.seq
+
     for _ in range(3):
-        await until(lambda: room.game is not None and room.game.to_move == 1, "the human's turn")
+        await until(my_turn, "the human's turn")
         frame = human.latest[code]
         move = frame["legal"][0]
         await human.call("move", room=code, ply=frame["view"]["ply"], move=move)
@@ -147,3 +152,35 @@ async def test_bot_games_are_capped_per_session_and_per_server(make_harness, tmp
     assert (await a.call("create_room", options=SMALL, bot="slow"))["type"] == "joined"
     for x in (a, b, c):
         await x.ws.close()
+
+
+@pytest.mark.parametrize(
+    ("game", "level"),
+    [("stacko", "easy"), ("stacko", "medium"), ("stacko", "strong"), ("stakko", "random"),
+     ("stakko", "search")],
+)  # fmt: skip
+def test_every_builtin_bot_crosses_to_a_worker_and_back(game, level):
+    """What a worker gets: the bot, its view and legal moves, pickled (compiled engine classes
+    included: frozen ones are rebuilt through their constructor); the copy decides as the
+    original does, and the move comes back as an equal move."""
+    import pickle
+    import random
+
+    from clients.bots.registry import make_bot
+    from engine.games import GAMES
+    from server.botpool import _work
+
+    spec = GAMES[game]
+    state = spec.new_game(spec.options_type(), random.Random(3))
+    for _ in range(6):
+        if state.outcome() is not None:
+            break
+        seat = state.to_move
+        view = state.view(seat)
+        legal = view.legal_moves()
+        bot, twin = make_bot(game, level, random.Random(4)), make_bot(game, level, random.Random(4))
+        payload = pickle.dumps((twin, view, legal, float("inf")))
+        move, back = pickle.loads(pickle.dumps(_work(payload)))
+        assert move == bot.choose(view, legal) and move in legal
+        assert type(back) is type(bot)
+        state.apply(move, seat)
