@@ -30,6 +30,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import signal
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -108,6 +109,12 @@ def _register_reducers() -> None:
 _register_reducers()
 
 
+def _quiet_worker() -> None:
+    """A Ctrl-C reaches the whole process group: the server stops its workers itself
+    (``PoolThinker.shutdown``), so they ignore it instead of each printing a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _work(payload: bytes) -> tuple[Any, Any]:
     """In a worker: one decision; the bot goes back with its memory."""
     bot, view, legal, stop_at = pickle.loads(payload)
@@ -166,7 +173,7 @@ class PoolThinker:
                 ["clients.bots.registry", "clients.bots.stacko_bots", "clients.bots.stakko_bots"]
             )
             self._executor = concurrent.futures.ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=ctx
+                max_workers=self.workers, mp_context=ctx, initializer=_quiet_worker
             )
         return self._executor
 
