@@ -14,12 +14,13 @@ the room keeps. Any worker can then take any decision, which a sticky bot-per-wo
 could not (``concurrent.futures`` has no routing, and one busy worker would hold its rooms).
 
 One pool per process (``shared_pool``), shared by every ``Server`` in it (the test suite runs
-many) and shut down with the last one; its workers start on the first decision.
+many) and shut down with the last one to stop; its workers start on the first decision.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import contextlib
 import copyreg
@@ -235,18 +236,29 @@ _POOLS: dict[int, PoolThinker] = {}
 
 
 def shared_pool(workers: int) -> PoolThinker:
-    """The process's pool of ``workers`` processes; ``release`` it when done."""
+    """The process's pool of ``workers`` processes. A server ``acquire``s it when it starts
+    and ``release``s it when it stops (one made but never started holds nothing)."""
     pool = _POOLS.get(workers)
     if pool is None:
         pool = _POOLS[workers] = PoolThinker(workers)
-    pool.users += 1
     return pool
+
+
+def acquire(pool: PoolThinker) -> None:
+    pool.users += 1
 
 
 async def release(pool: PoolThinker) -> None:
     """The last user's release stops the workers (in a thread: joining them blocks)."""
     pool.users -= 1
     if pool.users <= 0:
-        if _POOLS.get(pool.workers) is pool:
-            del _POOLS[pool.workers]
+        pool.users = 0
         await asyncio.to_thread(pool.shutdown)
+
+
+@atexit.register
+def _stop_all() -> None:
+    """A process that exits with a pool still running (a server never shut down) stops its
+    workers here, while the interpreter is whole."""
+    for pool in list(_POOLS.values()):
+        pool.shutdown()

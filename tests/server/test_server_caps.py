@@ -199,3 +199,37 @@ async def test_list_games_is_built_once(harness):
     assert (await c.call("list_games"))["games"] == first["games"]
     hub = harness.server.hub
     assert hub._games_info() is hub._games_info()
+
+
+def test_protocol_md_and_readme_give_the_defaults():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "PROTOCOL.md").read_text(encoding="utf-8")
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    cfg = ServerConfig()
+    for value, code in [
+        (cfg.max_waiting_per_session, "too_many_rooms"),
+        (cfg.max_seats_per_session, "too_many_seats"),
+        (cfg.max_bot_games_per_session, "too_many_bot_games"),
+        (cfg.max_watching_per_session, "too_many_watched"),
+        (cfg.max_spectators_per_room, "too_many_spectators"),
+        (cfg.max_bot_games, "bots_busy"),
+    ]:
+        assert f"| {value} | `{code}` |" in doc, code
+    rate, burst = cfg.hello_rate_per_ip, cfg.hello_burst_per_ip
+    assert f"| {rate:g} per second, bursts of {burst} | `too_many_hellos` (fatal) |" in doc
+    for option in (
+        "max_waiting_per_session", "max_seats_per_session", "max_bot_games_per_session",
+        "max_watching_per_session", "max_spectators_per_room", "max_bot_games",
+        "hello_rate_per_ip", "hello_burst_per_ip", "quick_match_reserve", "list_rooms_page",
+        "bot_workers", "bot_budget_s",
+    ):  # fmt: skip
+        flag = "--" + option.replace("_", "-")
+        assert flag in readme, flag
+        value = getattr(cfg, option)
+        assert (
+            f"{flag}` {value:g}" in readme
+            or f"{flag}` (default {value:g}" in readme
+            or (option in ("bot_workers", "bot_budget_s"))
+        ), flag
