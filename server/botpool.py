@@ -34,6 +34,7 @@ import pickle
 import signal
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from server.compiled import MODULES
@@ -163,6 +164,8 @@ class PoolThinker:
         self.users = 0
         self.generation = 0
         """Counts shutdowns: answers from the workers of an earlier one are dropped."""
+        self.broken = -1
+        """The generation whose pool broke (its failed decisions get the fallback move)."""
 
     def executor(self) -> concurrent.futures.ProcessPoolExecutor:
         """Started on the first decision. ``forkserver``: forking the server itself (threads,
@@ -184,13 +187,26 @@ class PoolThinker:
         loop = asyncio.get_running_loop()
         stop_at = time.monotonic() + budget_s * STOP_SHARE
         payload = pickle.dumps((bot, view, list(legal), stop_at))
-        future = self.executor().submit(_work, payload)
+        try:
+            future = self.executor().submit(_work, payload)
+        except BrokenProcessPool:  # a worker died since the last answer came
+            self._discard()
+            future = self.executor().submit(_work, payload)
         generation = self.generation  # not the executor: a room may outlive the pool
 
         def deliver() -> None:  # on the loop; the room drops an answer it no longer awaits
-            if future.cancelled() or self.generation != generation:
-                return  # dropped, or the pool was stopped (its workers cut short)
+            if future.cancelled():
+                return
             exc = future.exception()
+            if isinstance(exc, BrokenProcessPool) and generation in (self.generation, self.broken):
+                # Not the bot's fault (a worker was killed: out of memory, an operator):
+                # the room plays the fallback move, and the next decision gets a new pool.
+                if generation == self.generation:
+                    self._discard()
+                done(None, None, None)
+                return
+            if self.generation != generation:
+                return  # the pool was stopped, its workers cut short: nobody waits
             if exc is not None:
                 log.error("bot %s failed: %r", getattr(bot, "name", bot), exc)
                 done(None, None, repr(exc))
@@ -208,6 +224,16 @@ class PoolThinker:
 
         future.add_done_callback(finished)
         return cancel
+
+    def _discard(self) -> None:
+        """Drop a broken executor (no new work is possible on it); the next decision
+        starts another."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            log.error("a bot worker died; starting new ones")
+            self.broken = self.generation
+            self.generation += 1
+            executor.shutdown(wait=False, cancel_futures=True)
 
     def shutdown(self) -> None:
         """Stop the workers and wait for them (blocking: call it off the loop). A decision in

@@ -102,6 +102,30 @@ async def test_resigning_while_the_bot_thinks_drops_its_answer(make_harness, tmp
     await human.ws.close()
 
 
+async def test_a_killed_worker_costs_one_fallback_move_not_the_game(make_harness, tmp_path):
+    """A worker that dies (out of memory, an operator's kill) breaks its pool: the decision
+    it held gets the fallback move at once, and the next one runs in a new pool."""
+    import os
+    import signal
+
+    h = await make_harness(bots=bots(tmp_path), bot_workers=1)
+    human, code = await bot_room(h)
+    await until(lambda: (tmp_path / "started1").exists(), "the bot started thinking")
+    pool = h.server.bot_pool
+    assert pool is not None
+    (pid,) = pool.executor()._processes  # the one worker, busy with the decision
+    os.kill(pid, signal.SIGKILL)
+    fallback = await human.expect("state", room=code, seq=2, timeout=WAIT_S)
+    assert "bot ran out of time" in fallback["text"] and fallback["view"]["outcome"] is None
+    (tmp_path / "release").touch()
+    frame = human.latest[code]
+    reply = await human.call("move", room=code, ply=frame["view"]["ply"], move=frame["legal"][0])
+    assert reply["type"] == "state" and reply["seq"] == 3, reply
+    answered = await human.expect("state", room=code, seq=4, timeout=WAIT_S)
+    assert "ran out of time" not in answered["text"] and "failed" not in answered["text"]
+    await human.ws.close()
+
+
 @pytest.mark.parametrize("workers", [0, 1])
 async def test_a_bot_that_takes_should_stop_gets_it_and_keeps_its_memory(
     make_harness, tmp_path, workers
