@@ -89,8 +89,8 @@ _HELP = {
     "max_seats_per_session": "seats one session may hold in all rooms (too_many_seats)",
     "max_watching_per_session": "rooms one session may watch at once (too_many_watched)",
     "max_spectators_per_room": "spectators one room takes (too_many_spectators)",
-    "hello_rate_per_ip": "hello frames per second one IP address may send on average "
-    "(too_many_hellos)",
+    "hello_rate_per_ip": "hello frames per second one IP address (IPv6: one /64) may send on "
+    "average (too_many_hellos)",
     "hello_burst_per_ip": "hello frames one IP address may send at once",
     "quick_match_reserve": "share of max_rooms that only quick match may fill (server_busy)",
     "list_rooms_page": "rooms per list_rooms answer (the next page through its cursor)",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import ipaddress
 import logging
 import random
 from collections.abc import Callable
@@ -38,6 +39,20 @@ SERVER_VERSION = "stacko/0.1.0"
 
 BotFactory = Callable[[str, str, random.Random], Chooser]
 """(game, level, rng) -> a bot; raises KeyError for an unknown level."""
+
+
+def address_key(ip: str) -> str:
+    """What per-address limits count by: an IPv4 address, or the /64 network of an IPv6 one
+    (one host usually has a whole /64 to pick addresses from)."""
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        return ip
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return ip
 
 
 @dataclass(eq=False)
@@ -215,6 +230,7 @@ class Hub:
         cfg = self.config
         now = self.clock.time()
         burst = float(cfg.hello_burst_per_ip)
+        ip = address_key(ip)
         tokens, then = self._hellos.get(ip, (burst, now))
         tokens = min(burst, tokens + (now - then) * cfg.hello_rate_per_ip)
         allowed = tokens >= 1.0

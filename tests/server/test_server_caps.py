@@ -11,7 +11,7 @@ from stacko_wire import SMALL
 
 from server.clock import FakeClock
 from server.config import ServerConfig
-from server.hub import Hub
+from server.hub import Hub, address_key
 
 
 async def refused(c, code: str, kind: str, **fields) -> dict:
@@ -233,3 +233,11 @@ def test_protocol_md_and_readme_give_the_defaults():
             or f"{flag}` (default {value:g}" in readme
             or (option in ("bot_workers", "bot_budget_s"))
         ), flag
+
+
+def test_addresses_count_by_ipv4_address_or_ipv6_network():
+    assert address_key("203.0.113.7") == "203.0.113.7"
+    assert address_key("::ffff:203.0.113.7") == "203.0.113.7"
+    assert address_key("2001:db8:1:2:aaaa::1") == address_key("2001:db8:1:2:bbbb::9")
+    assert address_key("2001:db8:1:2::1") == "2001:db8:1:2::/64"
+    assert address_key("2001:db8:1:3::1") != address_key("2001:db8:1:2::1")
