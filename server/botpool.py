@@ -15,6 +15,11 @@ could not (``concurrent.futures`` has no routing, and one busy worker would hold
 
 One pool per process (``shared_pool``), shared by every ``Server`` in it (the test suite runs
 many) and shut down with the last one to stop; its workers start on the first decision.
+
+What waits is bounded too: a room has at most one decision pending, and drops it (a queued
+one is cancelled, a running one answers late) before it asks for the next; a decision that
+starts after its budget is over returns at once. So the queue holds at most one decision per
+bot room (``--max-bot-games``) and the pool's CPU goes to decisions that can still be played.
 """
 
 from __future__ import annotations
