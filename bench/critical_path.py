@@ -209,8 +209,11 @@ async def _measure(
     gc_interval_s: float,
 ) -> dict[str, Any]:
     server = Server(
-        ServerConfig(host="127.0.0.1", port=0, rate_per_second=1_000_000, burst=1_000_000)
-    )
+        ServerConfig(
+            host="127.0.0.1", port=0, rate_per_second=1_000_000, burst=1_000_000,
+            hello_rate_per_ip=1_000_000, hello_burst_per_ip=1_000_000,
+        )
+    )  # fmt: skip
     pacer = None
     proc = None
     try:

@@ -327,10 +327,12 @@ def start_process(
 def start_server(
     extra: Sequence[str] = (), loop: str | None = None
 ) -> tuple[subprocess.Popen[str], str]:
-    """``python -m server --port 0`` with rate limits out of the way of a load test."""
+    """``python -m server --port 0`` with rate limits out of the way of a load test (every
+    connection comes from loopback: the per-address ``hello`` limit too)."""
     argv = [
         sys.executable, "-m", "server", "--port", "0", "--log-level", "WARNING",
-        "--rate-per-second", "1000000", "--burst", "1000000", *extra,
+        "--rate-per-second", "1000000", "--burst", "1000000",
+        "--hello-rate-per-ip", "1000000", "--hello-burst-per-ip", "1000000", *extra,
     ]  # fmt: skip
     if loop:
         argv += ["--loop", loop]

@@ -413,8 +413,10 @@ async def _run_live(
 
             dealer = LocalDealer(tasks[0].seed if tasks else 0)
             config = ServerConfig(
-                host="127.0.0.1", port=0, rate_per_second=LOCAL_RATE, burst=LOCAL_BURST
-            )
+                host="127.0.0.1", port=0, rate_per_second=LOCAL_RATE, burst=LOCAL_BURST,
+                # two connections per game, all from loopback: no per-address hello limit
+                hello_rate_per_ip=1e9, hello_burst_per_ip=10**9,
+            )  # fmt: skip
             srv = await stack.enter_async_context(Server(config, rng_factory=dealer))
             url = srv.url
         runner = LiveRunner(url, dealer, game_timeout)

@@ -2,7 +2,7 @@
 
     stacko-bot --quick-match --games 10                    # the strong Stacko bot, 10 games
     stacko-bot ws://HOST:PORT --game stakko --level search --create --private
-    stacko-bot --join K7QJ2M --level medium --seed 7
+    stacko-bot --join K7QJ2MXP --level medium --seed 7
 
 Any level of ``clients.bots.registry`` plays (``--help`` lists them); ``clients.sdk`` does the
 protocol. One line per finished game, then a summary; ``--help`` says the rest.
@@ -42,7 +42,7 @@ modes:
   With --create or --join, --games N plays rematches in the same room (seats swap).
 
 output: one line per finished game, e.g.
-  game 1: won 50:5 (completed) as seat 0, stacko room K7QJ2M, 31 plies
+  game 1: won 50:5 (completed) as seat 0, stacko room K7QJ2MXP, 31 plies
 then a summary, e.g. "strong: 6 won, 3 lost, 1 drawn of 10 games".
 
 --seed makes the bot's own choices repeatable (the server still deals at random).

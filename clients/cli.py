@@ -2,7 +2,7 @@
 or let it play random moves.
 
     stacko-client --create                      # prints the room code for the other terminal
-    stacko-client --join K7QJ2M                 # the other terminal (either game)
+    stacko-client --join K7QJ2MXP                 # the other terminal (either game)
     stacko-client --create --game stakko --option variant=gray
     stacko-client --create --game stakko --bot search   # against a built-in bot
     stacko-client ws://HOST:PORT --quick-match --auto   # random legal moves, unattended
@@ -386,7 +386,7 @@ class Player:
             self.on_error(frame)
 
     def joined_text(self, frame: Frame) -> str:
-        """``joined room K7QJ2M as seat 0: Stakko, gray variant, you play White, 30 s per move``"""
+        """``joined room K7QJ2MXP as seat 0: Stakko, gray variant, you play White, 30 s a move``"""
         info = frame["info"]
         role = f"seat {self.seat}" if self.seat is not None else "spectator"
         about = [str(self.game).capitalize()]

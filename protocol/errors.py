@@ -33,6 +33,8 @@ class ErrorCode(enum.Enum):
     SHUTTING_DOWN = "shutting_down"
     INTERNAL_ERROR = "internal_error"
     SERVER_BUSY = "server_busy"
+    BAD_NAME = "bad_name"
+    TOO_MANY_HELLOS = "too_many_hellos"
     # rooms
     UNKNOWN_GAME = "unknown_game"
     BAD_OPTIONS = "bad_options"
@@ -45,6 +47,12 @@ class ErrorCode(enum.Enum):
     ALREADY_QUEUED = "already_queued"
     NOT_QUEUED = "not_queued"
     NO_REMATCH = "no_rematch"
+    BOTS_BUSY = "bots_busy"
+    TOO_MANY_BOT_GAMES = "too_many_bot_games"
+    TOO_MANY_ROOMS = "too_many_rooms"
+    TOO_MANY_SEATS = "too_many_seats"
+    TOO_MANY_WATCHED = "too_many_watched"
+    TOO_MANY_SPECTATORS = "too_many_spectators"
     # moves
     STALE_PLY = "stale_ply"
     GAME_OVER = "game_over"

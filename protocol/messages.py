@@ -10,6 +10,7 @@ dicts by ``protocol.frames`` and serialized with orjson; the models below descri
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -40,6 +41,7 @@ RoomCode = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9]{4,12}$", to_u
 validator here cost 0.4 us on every move)."""
 GameName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
 Name = Annotated[str, Field(min_length=1, max_length=32)]
+"""Also checked by ``name_problem`` (a ``bad_name`` error, not ``bad_message``)."""
 Token = Annotated[str, Field(min_length=16, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
 OptionValue = int | bool | str | None
 Options = Annotated[dict[Annotated[str, Field(max_length=32)], OptionValue], Field(max_length=16)]
@@ -90,11 +92,17 @@ class ListGames(Message):
     id: RequestId | None = None
 
 
+Cursor = Annotated[str, Field(pattern=r"^[0-9]{1,18}$")]
+"""Where a ``list_rooms`` page starts: the ``next`` of the page before (opaque to clients)."""
+
+
 class ListRooms(Message):
-    """Public rooms that are waiting for a player or being played (to watch)."""
+    """Public rooms that are waiting for a player or being played (to watch), a page at a
+    time: ``cursor`` is the ``next`` of the page before."""
 
     type: Literal["list_rooms"]
     game: GameName | None = None
+    cursor: Cursor | None = None
     id: RequestId | None = None
 
 
@@ -246,8 +254,11 @@ class Games(Message):
 
 
 class Rooms(Message):
+    """A page of listed rooms; ``next`` (null on the last page) asks for the one after."""
+
     type: Literal["rooms"]
     rooms: list[RoomInfo]
+    next: str | None
     id: RequestId | None
 
 
@@ -323,6 +334,24 @@ ServerMessage = Annotated[
     Field(discriminator="type"),
 ]
 SERVER = TypeAdapter[ServerMessage](ServerMessage)
+
+
+# -- names ----------------------------------------------------------------------------------
+
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+"""Control, format (bidirectional overrides, zero-width characters), surrogate, private-use
+and unassigned code points, and line and paragraph separators: none of them shows as itself,
+and some rearrange or hide what opponents see next to the name."""
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` may not be shown to other players, or ``None`` if it may."""
+    for ch in name:
+        if unicodedata.category(ch) in _HIDDEN_CATEGORIES:
+            return f"names may not hold control or format characters (U+{ord(ch):04X})"
+    if not name.strip():
+        return "a name needs a visible character"
+    return None
 
 
 # -- the boundary ---------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from websockets.http11 import Request, Response
 
 from server import static
 from server.batch import WriteBatch
+from server.botpool import PoolThinker, acquire, default_workers, release, shared_pool
 from server.clock import Clock, SystemClock
 from server.config import ServerConfig
 from server.connection import CLOSE_GOING_AWAY, Connection
@@ -60,9 +61,16 @@ class Server:
         self.config = config or ServerConfig()
         self.clock = clock or SystemClock()
         levels, factory = bots if bots is not None else _default_bots()
+        self.bot_pool: PoolThinker | None = None
+        """Where bots think (``server.botpool``): shared with the other servers of the
+        process, its workers started by the first decision; ``None`` with
+        ``bot_workers=0`` (on the loop) or without bots."""
+        self._pool_held = False
+        if factory is not None and self.config.bot_workers != 0:
+            self.bot_pool = shared_pool(default_workers(self.config.bot_workers))
         self.hub = Hub(
             self.config, self.clock, rng_factory=rng_factory, schedule_soon=self._soon,
-            bots=levels, bot_factory=factory,
+            bots=levels, bot_factory=factory, thinker=self.bot_pool,
         )  # fmt: skip
         self.connections: set[Connection] = set()
         self.batch = WriteBatch()
@@ -83,6 +91,9 @@ class Server:
 
     async def start(self) -> None:
         cfg = self.config
+        if self.bot_pool is not None and not self._pool_held:
+            acquire(self.bot_pool)
+            self._pool_held = True
         self._ws = await serve(
             self._handle, cfg.host, cfg.port,
             max_size=cfg.hard_frame_bytes,
@@ -102,6 +113,9 @@ class Server:
             await asyncio.sleep(0)  # let the writers flush their close frames
             self._ws.close(close_connections=True)
             await self._ws.wait_closed()
+        if self.bot_pool is not None and self._pool_held:
+            self._pool_held = False
+            await release(self.bot_pool)
 
     async def wait_closed(self) -> None:
         if self._ws is not None:

@@ -33,6 +33,27 @@ class ServerConfig:
     """Event loop: ``asyncio`` or ``uvloop`` (needs ``pip install uvloop``)."""
     gc_interval_s: float = 0.25
     """Seconds between paced garbage collections (``server.gcpacer``); 0: CPython's own."""
+    bot_workers: int = -1
+    """Processes that run bot decisions (``server.botpool``); -1: one fewer than the CPUs,
+    at least 1; 0: on the event loop, for tests and debugging only."""
+    bot_budget_s: float = 2.0
+    """Time per bot decision (at most half its clock left); then the room plays the game's
+    timeout moves for it."""
+    max_bot_games: int = 500
+    max_bot_games_per_session: int = 2
+    max_waiting_per_session: int = 3
+    """Rooms waiting for an opponent in which one session holds a seat."""
+    max_seats_per_session: int = 20
+    max_watching_per_session: int = 10
+    max_spectators_per_room: int = 100
+    hello_rate_per_ip: float = 5.0
+    """``hello`` frames per second one IP address may send on average ..."""
+    hello_burst_per_ip: int = 50
+    """... and at once."""
+    quick_match_reserve: float = 0.1
+    """Share of ``max_rooms`` only quick match may fill: ``create_room`` stops short of it."""
+    list_rooms_page: int = 100
+    """Rooms per ``rooms`` answer; ``next`` pages on."""
 
     @property
     def hard_frame_bytes(self) -> int:
@@ -57,6 +78,22 @@ _HELP = {
     "log_level": "DEBUG, INFO, WARNING or ERROR",
     "loop": "event loop: asyncio, or uvloop if installed (pip install uvloop)",
     "gc_interval_s": "seconds between paced garbage collections (short pauses); 0: Python's own",
+    "bot_workers": "processes that run bot decisions; -1: CPUs - 1 (at least 1); "
+    "0: on the event loop (tests and debugging only)",
+    "bot_budget_s": "seconds a bot may think per decision (at most half its clock left); "
+    "then it plays the game's timeout moves",
+    "max_bot_games": "rooms with a bot the server holds at most (bots_busy)",
+    "max_bot_games_per_session": "rooms with a bot one session may hold (too_many_bot_games)",
+    "max_waiting_per_session": "rooms waiting for an opponent one session may hold "
+    "(too_many_rooms)",
+    "max_seats_per_session": "seats one session may hold in all rooms (too_many_seats)",
+    "max_watching_per_session": "rooms one session may watch at once (too_many_watched)",
+    "max_spectators_per_room": "spectators one room takes (too_many_spectators)",
+    "hello_rate_per_ip": "hello frames per second one IP address (IPv6: one /64) may send on "
+    "average (too_many_hellos)",
+    "hello_burst_per_ip": "hello frames one IP address may send at once",
+    "quick_match_reserve": "share of max_rooms that only quick match may fill (server_busy)",
+    "list_rooms_page": "rooms per list_rooms answer (the next page through its cursor)",
 }
 
 

@@ -58,6 +58,9 @@ class Connection:
             # forever, a burst of pings every interval: 0-10 % less spreads them out.
             ws.ping_interval = interval * random.uniform(0.9, 1.0)
         self.session: Session | None = None
+        address = getattr(ws, "remote_address", None)
+        self.ip = str(address[0]) if address else ""
+        """The peer's IP address (the hub's per-address limits); empty if unknown."""
         self.outbox: collections.deque[bytes] = collections.deque()
         # Fixed once the handshake is done (this object is made after it): looked up once
         # here, not on each of the two frames every move sends.
@@ -227,7 +230,7 @@ class Connection:
                 if not isinstance(msg, messages.Hello):
                     self.fail(ErrorCode.HELLO_REQUIRED, "the first frame must be hello", msg.id)
                     return
-                self.session = self.hub.hello(self, msg)
+                self.session = self.hub.hello(self, msg, self.ip)
             elif self.metrics is not None and type(msg) is messages.MoveMessage:
                 self._handle_move(msg, started)
             else:

@@ -8,6 +8,8 @@ hub needs no locks. Connections (``server.connection``) call ``hello``, ``handle
 from __future__ import annotations
 
 import base64
+import bisect
+import ipaddress
 import logging
 import random
 from collections.abc import Callable
@@ -21,19 +23,36 @@ from engine.games import GAMES
 from protocol import frames, messages
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.games import CODECS
+from server.botpool import InlineThinker
 from server.clock import Clock, Timer
 from server.config import ServerConfig
 from server.rng import SystemShuffle
-from server.room import Chooser, Peer, Player, Room, RoomHooks
+from server.room import Chooser, Peer, Player, Room, RoomHooks, Thinker
 
 log = logging.getLogger("stacko.hub")
 
 ROOM_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no I, O, 0, 1: easy to read aloud
-ROOM_CODE_LENGTH = 6
+ROOM_CODE_LENGTH = 8
+"""8 of 32 letters: 40 bits, so guessing a private room's code at the hello and rate limits
+is hopeless."""
 SERVER_VERSION = "stacko/0.1.0"
 
 BotFactory = Callable[[str, str, random.Random], Chooser]
 """(game, level, rng) -> a bot; raises KeyError for an unknown level."""
+
+
+def address_key(ip: str) -> str:
+    """What per-address limits count by: an IPv4 address, or the /64 network of an IPv6 one
+    (one host usually has a whole /64 to pick addresses from)."""
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        return ip
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return ip
 
 
 @dataclass(eq=False)
@@ -49,6 +68,47 @@ class Session:
     expiry: Timer | None = None
 
 
+class Listing:
+    """Listable rooms (public, game not finished) in the order they became listable, for
+    ``list_rooms`` pages that cost the page, not the number of rooms.
+
+    Entries are never moved: a room leaving the listing is only marked (``Room.listed_at``
+    goes to 0, so an entry is live iff its number is the room's), and the lists are rebuilt
+    once dead entries outnumber live ones. A page starts by bisection after its cursor."""
+
+    def __init__(self) -> None:
+        self.numbers: list[int] = []
+        self.rooms: list[Room] = []
+        self.live = 0
+
+    def add(self, number: int, room: Room) -> None:
+        self.numbers.append(number)
+        self.rooms.append(room)
+        self.live += 1
+
+    def removed(self) -> None:
+        self.live -= 1
+        if len(self.rooms) - self.live > max(64, self.live):
+            pairs = zip(self.numbers, self.rooms, strict=True)
+            kept = [(n, r) for n, r in pairs if r.listed_at == n]
+            self.numbers = [n for n, _ in kept]
+            self.rooms = [r for _, r in kept]
+
+    def page(self, after: int, size: int) -> tuple[list[Room], int | None]:
+        """Up to ``size`` live rooms listed after number ``after``, and the cursor of the next
+        page (``None``: this is the last)."""
+        numbers, rooms = self.numbers, self.rooms
+        out: list[Room] = []
+        for i in range(bisect.bisect_right(numbers, after), len(numbers)):
+            room = rooms[i]
+            if room.listed_at != numbers[i]:
+                continue
+            if len(out) == size:
+                return out, out[-1].listed_at
+            out.append(room)
+        return out, None
+
+
 class Hub:
     def __init__(
         self,
@@ -60,9 +120,11 @@ class Hub:
         bots: dict[str, list[str]] | None = None,
         bot_factory: BotFactory | None = None,
         ids: random.Random | None = None,
+        thinker: Thinker | None = None,
     ) -> None:
         """``ids`` draws session tokens and room codes: the OS's secure source unless a test
-        or a document generator needs them repeatable."""
+        or a document generator needs them repeatable. ``thinker`` runs bot decisions (the
+        server's process pool); by default they run on the loop (``InlineThinker``)."""
         self.config = config
         self.clock = clock
         self.sessions: dict[str, Session] = {}
@@ -74,6 +136,15 @@ class Hub:
         went away may have left reference cycles behind)."""
         self.bots = bots or {}
         self.bot_factory = bot_factory
+        self.bot_rooms: set[str] = set()
+        """Codes of the rooms where a bot holds a seat (``max_bot_games``)."""
+        self.listed: dict[str | None, Listing] = {None: Listing()}
+        """Listable rooms per game, and of every game under ``None``."""
+        self._listings = 0
+        self._games: list[dict[str, Any]] | None = None
+        self._hellos: dict[str, tuple[float, float]] = {}
+        """Per IP address: (tokens, when counted) of its ``hello`` bucket."""
+        self._hellos_pruned = 0
         self._hooks = RoomHooks(
             clock=clock,
             rng_factory=rng_factory,
@@ -81,14 +152,31 @@ class Hub:
             on_empty=self._close_room,
             max_expiries=config.max_expiries,
             reconnect_grace_s=config.reconnect_grace_s,
+            thinker=thinker if thinker is not None else InlineThinker(schedule_soon),
+            bot_budget_s=config.bot_budget_s,
+            on_status=self._status_changed,
         )
         self._bot_rng = rng_factory()
         self._ids = ids if ids is not None else random.SystemRandom()
 
     # -- sessions -----------------------------------------------------------------------
 
-    def hello(self, peer: Peer, msg: messages.Hello) -> Session:
-        """Answer a first frame. Raises a fatal ProtocolError for an unsupported version."""
+    @property
+    def late_bot_answers(self) -> int:
+        """Bot answers that came too late and were dropped (the room had moved on)."""
+        return self._hooks.late_bot_answers[0]
+
+    def hello(self, peer: Peer, msg: messages.Hello, ip: str = "") -> Session:
+        """Answer a first frame. Raises a fatal ProtocolError for an unsupported version, a
+        name that may not be shown, or an address over its ``hello`` rate (``ip``: the
+        peer's address; empty: not limited)."""
+        if ip and not self._hello_allowed(ip):
+            raise ProtocolError(
+                ErrorCode.TOO_MANY_HELLOS,
+                f"too many hello frames from your address (at most "
+                f"{self.config.hello_rate_per_ip:g} per second); try again later",
+                fatal=True, request_id=msg.id,
+            )  # fmt: skip
         if msg.protocol not in messages.SUPPORTED_VERSIONS:
             raise ProtocolError(
                 ErrorCode.UNSUPPORTED_VERSION,
@@ -96,6 +184,9 @@ class Hub:
                 f"{sorted(messages.SUPPORTED_VERSIONS)}",
                 fatal=True, request_id=msg.id,
             )  # fmt: skip
+        problem = messages.name_problem(msg.name)
+        if problem is not None:
+            raise ProtocolError(ErrorCode.BAD_NAME, problem, fatal=True, request_id=msg.id)
         session = self.sessions.get(msg.token) if msg.token else None
         resumed = session is not None
         if session is None:
@@ -111,6 +202,7 @@ class Hub:
                 replace = getattr(old, "replace", None)
                 if replace is not None:
                     replace()
+                self._unqueue(session)  # queueing belongs to the connection (PROTOCOL.md)
             session.name = msg.name
         session.peer = peer
         cfg = self.config
@@ -131,6 +223,25 @@ class Hub:
             if seat is not None:
                 room.returned(seat, peer)
         return session
+
+    def _hello_allowed(self, ip: str) -> bool:
+        """A token bucket per address; buckets that refilled are forgotten now and then, so
+        the table holds only addresses seen lately."""
+        cfg = self.config
+        now = self.clock.time()
+        burst = float(cfg.hello_burst_per_ip)
+        ip = address_key(ip)
+        tokens, then = self._hellos.get(ip, (burst, now))
+        tokens = min(burst, tokens + (now - then) * cfg.hello_rate_per_ip)
+        allowed = tokens >= 1.0
+        self._hellos[ip] = (tokens - 1.0 if allowed else tokens, now)
+        if len(self._hellos) > 2 * self._hellos_pruned + 1024:
+            rate = cfg.hello_rate_per_ip
+            self._hellos = {
+                a: (t, w) for a, (t, w) in self._hellos.items() if t + (now - w) * rate < burst
+            }
+            self._hellos_pruned = len(self._hellos)
+        return allowed
 
     def disconnected(self, peer: Peer, session: Session | None) -> None:
         for code in self.watching.pop(peer, set()):
@@ -180,14 +291,9 @@ class Hub:
             case messages.Ping():
                 peer.send(frames.reply("pong", msg.id))
             case messages.ListGames():
-                peer.send(frames.reply("games", msg.id, games=self._games()))
+                peer.send(frames.reply("games", msg.id, games=self._games_info()))
             case messages.ListRooms():
-                rooms = [
-                    r.info()
-                    for r in self.rooms.values()
-                    if r.public and r.status != "finished" and msg.game in (None, r.spec.name)
-                ]
-                peer.send(frames.reply("rooms", msg.id, rooms=rooms[:200]))
+                self._list_rooms(peer, msg)
             case messages.CreateRoom():
                 self._create(peer, session, msg)
             case messages.Join():
@@ -212,7 +318,37 @@ class Hub:
                     ErrorCode.ALREADY_WELCOMED, "this connection already said hello"
                 )
 
-    def _games(self) -> list[dict[str, Any]]:
+    def _list_rooms(self, peer: Peer, msg: messages.ListRooms) -> None:
+        listing = self.listed.get(msg.game)
+        rooms: list[Room] = []
+        after: int | None = None
+        if listing is not None:
+            start = int(msg.cursor) if msg.cursor is not None else 0
+            rooms, after = listing.page(start, self.config.list_rooms_page)
+        nxt = str(after) if after is not None else None
+        info = [r.info() for r in rooms]
+        peer.send(frames.reply("rooms", msg.id, rooms=info, next=nxt))
+
+    def _status_changed(self, room: Room) -> None:
+        """Keep ``listed`` current: a room is listed while public, open and not finished."""
+        listable = room.public and room.status != "finished" and room.code in self.rooms
+        if listable and room.listed_at == 0:
+            self._listings += 1
+            room.listed_at = self._listings
+            self.listed[None].add(self._listings, room)
+            self.listed.setdefault(room.spec.name, Listing()).add(self._listings, room)
+        elif not listable and room.listed_at != 0:
+            room.listed_at = 0
+            self.listed[None].removed()
+            self.listed[room.spec.name].removed()
+
+    def _games_info(self) -> list[dict[str, Any]]:
+        """Built once: the options' JSON Schemas cost about 2 ms to make."""
+        if self._games is None:
+            self._games = self._make_games_info()
+        return self._games
+
+    def _make_games_info(self) -> list[dict[str, Any]]:
         return [
             {
                 "game": spec.name,
@@ -230,22 +366,50 @@ class Hub:
             raise ProtocolError(ErrorCode.UNKNOWN_ROOM, f"no room {code}")
         return room
 
+    def _not_in(self, code: str) -> ProtocolError:
+        """The one answer to a request for a room the sender is not in, whether or not the
+        room exists: ``unknown_room`` there would tell which codes are taken."""
+        return ProtocolError(ErrorCode.NOT_IN_ROOM, f"you are not in room {code}")
+
     def _my_seat(self, peer: Peer, session: Session, code: str) -> tuple[Room, int]:
-        room = self._room(code)
+        room = self.rooms.get(code)
+        if room is None:
+            raise self._not_in(code)
         seat = room.seat_of(session)
         if seat is None:
             if peer in room.spectators:
                 raise ProtocolError(ErrorCode.NOT_A_PLAYER, "spectators cannot play")
-            raise ProtocolError(ErrorCode.NOT_IN_ROOM, f"you are not in room {code}")
+            raise self._not_in(code)
         return room, seat
 
+    def _check_seats(self, session: Session) -> None:
+        """A queued quick match counts as a seat: it becomes one when paired."""
+        held = len(session.rooms) + (session.queued_for is not None)
+        if held >= self.config.max_seats_per_session:
+            raise ProtocolError(
+                ErrorCode.TOO_MANY_SEATS,
+                f"you hold {held} seats, the most one session may (leave a room first)",
+            )
+
     def _new_room(
-        self, game: str, raw_options: dict[str, Any], public: bool, clock_ms: int | None = None
+        self,
+        game: str,
+        raw_options: dict[str, Any],
+        public: bool,
+        clock_ms: int | None = None,
+        *,
+        quick: bool = False,
     ) -> Room:
+        """``quick``: for quick match, which alone may use the rooms ``quick_match_reserve``
+        keeps back (one client creating rooms cannot lock everybody out of a game)."""
         spec = GAMES.get(game)
         if spec is None:
             raise ProtocolError(ErrorCode.UNKNOWN_GAME, f"no game {game!r}; see list_games")
-        if len(self.rooms) >= self.config.max_rooms:
+        cfg = self.config
+        limit = cfg.max_rooms
+        if not quick:
+            limit -= int(cfg.max_rooms * cfg.quick_match_reserve)
+        if len(self.rooms) >= limit:
             raise ProtocolError(ErrorCode.SERVER_BUSY, "the server holds as many rooms as it can")
         codec = CODECS[game]
         try:
@@ -259,6 +423,7 @@ class Hub:
         code = self._room_code()
         room = Room(code, spec, codec, options, clock_ms or room_clock, public, self._hooks)
         self.rooms[code] = room
+        self._status_changed(room)
         return room
 
     def _room_code(self) -> str:
@@ -269,6 +434,8 @@ class Hub:
 
     def _close_room(self, room: Room) -> None:
         self.rooms.pop(room.code, None)
+        self.bot_rooms.discard(room.code)
+        self._status_changed(room)
         self.closed += 1
         for player in room.players:
             if player is not None and player.session is not None:
@@ -280,12 +447,33 @@ class Hub:
         return seat
 
     def _create(self, peer: Peer, session: Session, msg: messages.CreateRoom) -> None:
+        cfg = self.config
+        self._check_seats(session)
         bot = None
         if msg.bot is not None:
             bot = self._make_bot(msg.game, msg.bot)
+            mine = sum(1 for code in session.rooms if code in self.bot_rooms)
+            if mine >= cfg.max_bot_games_per_session:
+                raise ProtocolError(
+                    ErrorCode.TOO_MANY_BOT_GAMES,
+                    f"you play {mine} bots already, the most one session may",
+                )
+            if len(self.bot_rooms) >= cfg.max_bot_games:
+                raise ProtocolError(
+                    ErrorCode.BOTS_BUSY, "the server plays as many bot games as it can"
+                )
+        else:
+            waiting = sum(1 for r in session.rooms.values() if r.game is None)
+            if waiting >= cfg.max_waiting_per_session:
+                raise ProtocolError(
+                    ErrorCode.TOO_MANY_ROOMS,
+                    f"you have {waiting} rooms waiting for an opponent, the most one session "
+                    "may (leave one first)",
+                )
         room = self._new_room(msg.game, dict(msg.options), msg.public)
         seat = self._take_seat(peer, session, room, msg.seat)
         if bot is not None:  # seated first, so that joined already lists the opponent
+            self.bot_rooms.add(room.code)
             room.seat(Player(f"{bot.name} (bot)", bot=bot, bot_level=msg.bot), 1 - seat)
         peer.send(room.joined_frame(seat, msg.id, starting=bot is not None))
         if bot is not None:
@@ -303,20 +491,41 @@ class Hub:
         room = self._room(msg.room)
         if room.seat_of(session) is not None:
             raise ProtocolError(ErrorCode.ALREADY_IN_ROOM, f"you already play in room {room.code}")
+        watched = self.watching.get(peer)
         if msg.role == "spectator":
+            if watched is None or room.code not in watched:
+                self._check_watching(room, watched)
             room.watch(peer)
             self.watching.setdefault(peer, set()).add(room.code)
             peer.send(room.joined_frame(None, msg.id))
             room.send_state(peer, None)
             return
+        self._check_seats(session)
         seat = self._take_seat(peer, session, room, None)
+        if watched is not None and room.code in watched:  # a seat ends watching
+            room.unwatch(peer)
+            watched.discard(room.code)
         peer.send(room.joined_frame(seat, msg.id, starting=room.ready()))
         room.announce_join(seat)
         if room.ready():
             room.start(request=(seat, None))
 
+    def _check_watching(self, room: Room, watched: set[str] | None) -> None:
+        cfg = self.config
+        if watched is not None and len(watched) >= cfg.max_watching_per_session:
+            raise ProtocolError(
+                ErrorCode.TOO_MANY_WATCHED,
+                f"you watch {len(watched)} rooms, the most one session may (leave one first)",
+            )
+        if len(room.spectators) >= cfg.max_spectators_per_room:
+            raise ProtocolError(
+                ErrorCode.TOO_MANY_SPECTATORS, f"room {room.code} has all the spectators it takes"
+            )
+
     def _leave(self, peer: Peer, session: Session, msg: messages.Leave) -> None:
-        room = self._room(msg.room)
+        room = self.rooms.get(msg.room)
+        if room is None:
+            raise self._not_in(msg.room)
         seat = room.seat_of(session)
         if seat is not None:
             session.rooms.pop(room.code, None)
@@ -325,7 +534,7 @@ class Hub:
             room.unwatch(peer)
             self.watching.get(peer, set()).discard(room.code)
         else:
-            raise ProtocolError(ErrorCode.NOT_IN_ROOM, f"you are not in room {msg.room}")
+            raise self._not_in(msg.room)
         peer.send(frames.reply("left", msg.id, room=room.code))
 
     def _quick_match(self, peer: Peer, session: Session, msg: messages.QuickMatch) -> None:
@@ -335,6 +544,7 @@ class Hub:
             raise ProtocolError(
                 ErrorCode.ALREADY_QUEUED, f"already waiting for {session.queued_for}"
             )
+        self._check_seats(session)
         queue = self.queues[msg.game]
         if not queue:
             queue.append(session)
@@ -342,7 +552,9 @@ class Hub:
             peer.send(frames.reply("queued", msg.id, game=msg.game, waiting=len(queue)))
             return
         # The room first: if it cannot be created (server_busy), the waiting player stays queued.
-        room = self._new_room(msg.game, {}, False, clock_ms=self.config.quick_match_clock_ms)
+        room = self._new_room(
+            msg.game, {}, False, clock_ms=self.config.quick_match_clock_ms, quick=True
+        )
         other = queue.pop(0)
         other.queued_for = None
         pair = ((other, None), (session, msg.id))

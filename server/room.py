@@ -42,6 +42,23 @@ class Chooser(Protocol):
     def choose(self, view: Any, legal: Any) -> Any: ...
 
 
+BotDone = Callable[[Any, Any, "str | None"], None]
+"""``done(move, bot, error)``: how a ``Thinker`` answers (see ``server.botpool``)."""
+
+
+class Thinker(Protocol):
+    """Runs a bot's decision somewhere else (``server.botpool``) and calls ``done`` on the
+    loop when it has the answer; returns a function that drops the decision."""
+
+    def think(
+        self, bot: Any, view: Any, legal: Any, budget_s: float, done: BotDone
+    ) -> Callable[[], None]: ...
+
+
+def _on_status(room: Room) -> None:
+    """The default ``RoomHooks.on_status``: nobody indexes the room."""
+
+
 @dataclass(eq=False)
 class Player:
     """Who holds a seat: a human session (through its current connection) or a bot."""
@@ -69,6 +86,17 @@ class RoomHooks:
     on_empty: Callable[[Room], None]
     max_expiries: int = 3
     reconnect_grace_s: float = 60.0
+    thinker: Thinker | None = None
+    """Where bots decide; ``None``: rooms hold no bots."""
+    bot_budget_s: float = 2.0
+    """Time a bot has per decision (at most half its clock left) before the room plays
+    ``timeout_moves`` for it."""
+    on_status: Callable[[Room], None] = _on_status
+    """Called when the status may have changed to or from ``finished`` (a game ended, a
+    game started): the hub keeps its index of listable rooms with it."""
+    late_bot_answers: list[int] = field(default_factory=lambda: [0])
+    """Bot answers that came after the room moved on and were dropped (one counter shared
+    by every room of a hub; a list so that rooms can add to it)."""
 
 
 @dataclass(eq=False)
@@ -89,6 +117,11 @@ class Room:
     deadline: float | None = None
     _clock_timer: Timer | None = None
     _forfeit_timers: dict[int, Timer] = field(default_factory=dict)
+    listed_at: int = 0
+    """Its number in the hub's listing of open public rooms (0: not listed)."""
+    _bot_timer: Timer | None = None
+    """The pending bot decision's budget (``None``: no decision pending)."""
+    _bot_cancel: Callable[[], None] | None = None
 
     # -- what the room is -----------------------------------------------------------------
 
@@ -212,6 +245,7 @@ class Room:
     def _check_empty(self) -> None:
         if all(p is None or p.bot is not None for p in self.players):
             self._stop_clock()
+            self._drop_bot_decision()
             for timer in self._forfeit_timers.values():
                 timer.cancel()
             self._forfeit_timers.clear()
@@ -224,6 +258,7 @@ class Room:
         self.game = self.spec.new_game(self.options, self.hooks.rng_factory())
         self.rematch.clear()
         self.expiries = [0, 0]
+        self.hooks.on_status(self)
         self._changed(request=request)
 
     def move(self, seat: int, ply: int, wire_move: Any, request_id: frames.RequestId) -> None:
@@ -307,6 +342,8 @@ class Room:
         self.seq += 1
         game = self.game
         assert game is not None
+        if self._bot_timer is not None:  # the position moved on: a pending answer is stale
+            self._drop_bot_decision()
         # The old timer is cancelled and the new one booked after the frames are out: both
         # are interpreted asyncio calls, and at light load the opponent's frame waited ~20 us
         # for them. Nothing runs in between (sending does not call back into the room), and
@@ -314,7 +351,8 @@ class Room:
         old_timer = self._clock_timer
         self._clock_timer = None
         self.deadline = None
-        if self.clock_ms is not None and game.outcome() is None:
+        over = game.outcome() is not None
+        if self.clock_ms is not None and not over:
             self.deadline = self.hooks.clock.time() + self.clock_ms / 1000
         try:
             self._broadcast(note, request)
@@ -323,6 +361,8 @@ class Room:
                 old_timer.cancel()
             if self.deadline is not None:
                 self._clock_timer = self.hooks.clock.call_at(self.deadline, self._clock_ran_out)
+        if over:
+            self.hooks.on_status(self)
         to_move = game.to_move
         if to_move is not None:
             player = self.players[to_move]
@@ -352,20 +392,100 @@ class Room:
         self._changed(note=f"seat {seat}'s clock ran out")
 
     def _bot_turn(self, seat: int, ply: int) -> None:
+        """Ask the thinker for the bot's move; the room plays on: a timer plays the fallback
+        if no answer comes within the budget (``_bot_overdue``)."""
         game = self.game
         player = self.players[seat]
         if game is None or game.ply != ply or game.to_move != seat or player is None:
             return  # the position moved on (resignation, forfeit) before the bot's turn came
-        assert player.bot is not None
+        bot = player.bot
+        thinker = self.hooks.thinker
+        if bot is None or thinker is None or self._bot_timer is not None:
+            return
+        clock = self.hooks.clock
+        now = clock.time()
+        budget = self.hooks.bot_budget_s
+        if self.deadline is not None:  # never let the bot's own clock run out
+            budget = min(budget, max(0.0, (self.deadline - now) / 2))
+        timer = clock.call_at(now + budget, partial(self._bot_overdue, seat, game, ply))
+        self._bot_timer = timer
         view = game.view(seat)
         try:
-            move = player.bot.choose(view, view.legal_moves())
+            cancel = thinker.think(
+                bot, view, view.legal_moves(), budget,
+                partial(self._bot_answer, seat, game, ply, player),
+            )  # fmt: skip
+            if self._bot_timer is timer:  # not answered at once (a thinker without a loop)
+                self._bot_cancel = cancel
+        except Exception:  # the decision could not even be sent (a bot that cannot pickle)
+            log.exception("bot %s failed in room %s", bot.name, self.code)
+            self._drop_bot_decision()
+            self._end(seat, Termination.ABANDONED, "the bot failed")
+
+    def _bot_pending(self, seat: int, game: GameState, ply: int, player: Player) -> bool:
+        """Whether the decision asked for at (game, ply) is still the one awaited."""
+        return (
+            self._bot_timer is not None
+            and self.game is game
+            and game.ply == ply
+            and game.to_move == seat
+            and self.players[seat] is player
+        )
+
+    def _bot_answer(
+        self,
+        seat: int,
+        game: GameState,
+        ply: int,
+        player: Player,
+        move: Any,
+        bot: Any,
+        error: str | None,
+    ) -> None:
+        """The thinker's answer, on the loop. Dropped if the room moved on meanwhile (the
+        fallback was played, the opponent resigned or left, a new game started)."""
+        if not self._bot_pending(seat, game, ply, player):
+            self.hooks.late_bot_answers[0] += 1
+            return
+        self._drop_bot_decision()
+        if error is not None:
+            log.error("bot %s failed in room %s: %s", player.name, self.code, error)
+            self._end(seat, Termination.ABANDONED, "the bot failed")
+            return
+        if move is None:  # it had no time left to start: the fallback, at once
+            self._bot_fallback(seat, game)
+            return
+        if bot is not None:
+            player.bot = bot  # its memory after this decision
+        try:
             game.apply(move, seat)
         except Exception:  # a broken bot must not take the room down: it loses instead
-            log.exception("bot %s failed in room %s", player.bot.name, self.code)
+            log.exception("bot %s failed in room %s", player.name, self.code)
             self._end(seat, Termination.ABANDONED, "the bot failed")
             return
         self._changed()
+
+    def _bot_overdue(self, seat: int, game: GameState, ply: int) -> None:
+        if self.game is not game or game.ply != ply or game.to_move != seat:
+            self._bot_timer = None
+            return
+        self._drop_bot_decision()
+        self._bot_fallback(seat, game)
+
+    def _bot_fallback(self, seat: int, game: GameState) -> None:
+        """The move a bot out of time plays: the least harmful one, as for a clock that ran
+        out, but it never counts toward ``max_expiries`` (the server was slow, not the bot)."""
+        for move in game.timeout_moves():
+            game.apply(move, seat)
+        self._changed(note=f"seat {seat}'s bot ran out of time")
+
+    def _drop_bot_decision(self) -> None:
+        timer, cancel = self._bot_timer, self._bot_cancel
+        self._bot_timer = self._bot_cancel = None
+        if timer is not None:
+            timer.cancel()
+        if cancel is not None:
+            cancel()
 
     # -- frames -----------------------------------------------------------------------------
 

@@ -9,6 +9,20 @@ sent, never the game state), plus a little memory it keeps itself:
   there and in ``choose``. It is optional: ``observe_view`` calls it only if present;
 - ``reset()`` forgets everything before a new game (optional too: see ``reset_bot``).
 
+**Anytime bots.** ``choose`` may take a keyword ``should_stop``::
+
+    def choose(self, view, legal, *, should_stop: Callable[[], bool] | None = None): ...
+
+The server (``server.botpool``) passes it to every bot whose ``choose`` accepts it (a
+parameter of that name, or ``**kwargs``): a function that returns True once the decision's
+time budget is nearly used (80 % of ``--bot-budget-s``). A search should call it now and
+then (every few hundred nodes: it reads a clock) and, once it is True, return the best move
+it has found so far. ``None`` (the SDK, the arena, tests) means no limit but the bot's own.
+A bot that ignores it is still safe: when the budget runs out the server plays the game's
+timeout moves for it and drops its late answer. On the server a bot decides in a worker
+process: it is pickled there with the view and back with the move, so its memory must pickle
+(plain attributes do) and stay small.
+
 Bots are built with an injected ``random.Random`` and never touch the global generator or
 a clock, so a seeded game replays exactly.
 """

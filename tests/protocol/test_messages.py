@@ -73,6 +73,7 @@ CLIENT_SAMPLES: list[dict[str, Any]] = [
     {"type": "list_games", "id": "x" * 64},
     {"type": "list_rooms"},
     {"type": "list_rooms", "game": "stacko", "id": 0},
+    {"type": "list_rooms", "cursor": "1234"},
     {"type": "create_room"},
     {
         "type": "create_room",
@@ -147,8 +148,8 @@ SERVER_SAMPLES: list[bytes] = [
             }
         ],
     ),
-    frames.reply("rooms", 4, rooms=[INFO]),
-    frames.reply("rooms", 4, rooms=[]),
+    frames.reply("rooms", 4, rooms=[INFO], next="1234"),
+    frames.reply("rooms", 4, rooms=[], next=None),
     frames.reply("joined", 5, room="8ZWBT9", game="stacko", role="player", seat=0, info=INFO),
     frames.reply("joined", 5, room="8ZWBT9", game="stacko", role="spectator", seat=None, info=INFO),
     frames.reply("queued", "q", game="stacko", waiting=1),

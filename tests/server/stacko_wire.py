@@ -585,13 +585,18 @@ class Harness:
         self.rng = random.Random(seed)
 
     @classmethod
-    async def start(cls, seed: int = 1, **config: Any) -> Harness:
-        config.setdefault("burst", 1_000_000)  # the FakeClock never refills the bucket
+    async def start(
+        cls, seed: int = 1, bots: tuple[dict[str, list[str]], Any] = ({}, None), **config: Any
+    ) -> Harness:
+        """``bots``: levels and factory (none by default: the leak checker does not follow
+        bot rooms)."""
+        config.setdefault("burst", 1_000_000)  # the FakeClock never refills the buckets
+        config.setdefault("hello_burst_per_ip", 1_000_000)
         clock = FakeClock()
         deals = random.Random(seed)
         server = Server(
             ServerConfig(port=0, **config), clock=clock,
-            rng_factory=lambda: random.Random(deals.getrandbits(64)), bots=({}, None),
+            rng_factory=lambda: random.Random(deals.getrandbits(64)), bots=bots,
         )  # fmt: skip
         await server.start()
         return cls(server, clock, seed)

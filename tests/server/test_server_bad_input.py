@@ -139,9 +139,16 @@ async def case_spectator_moves(h, game, c):
 
 
 async def case_unknown_room(h, game, c):
+    """A move, resign, rematch or leave for a room one is not in gets one answer whether or
+    not the room exists, so those requests cannot probe which codes are taken."""
     await c.send({"type": "move", "room": "ZZZZZZ", "ply": 0, "move": {"action": "draw"},
                   "id": 9})  # fmt: skip
-    await expect_error(c, "unknown_room", rid=9, room="ZZZZZZ")
+    await expect_error(c, "not_in_room", rid=9, room="ZZZZZZ")
+    for kind in ("resign", "rematch", "leave"):
+        missing = await c.call(kind, room="ZZZZZZ")
+        there = await c.call(kind, room=game.code)
+        assert missing["code"] == there["code"] == "not_in_room", (missing, there)
+        assert missing["message"].replace("ZZZZZZ", game.code) == there["message"]
     assert (await c.call("join", room="ZZZZZZ"))["code"] == "unknown_room"
 
 

@@ -54,7 +54,7 @@ async def test_game_start_frames(harness):
     created = await a.call("create_room", game="stacko", options={"tower": 4, "bricks": 12})
     assert created["type"] == "joined" and created["seat"] == 0 and created["role"] == "player"
     code = created["room"]
-    assert len(code) == 6 and set(code) <= set("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
+    assert len(code) == 8 and set(code) <= set("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
     assert created["info"]["status"] == "waiting"
     assert created["info"]["options"]["tower"] == 4 and created["info"]["clock_ms"] is None
     rooms = await b.call("list_rooms", game="stacko")

@@ -170,7 +170,8 @@ async def test_keepalive_drops_a_silent_player(make_harness):
 
 async def test_session_tokens_and_room_codes_look_as_documented(harness):
     """PROTOCOL.md: a token is 192 random bits in 32 URL-safe base64 characters; a room code
-    is 6 characters without I, O, 0 or 1. Drawn from the OS's secure source by default."""
+    is 8 characters without I, O, 0 or 1 (40 bits: guessing a private room is hopeless).
+    Drawn from the OS's secure source by default."""
     import random
     import re
 
@@ -181,7 +182,7 @@ async def test_session_tokens_and_room_codes_look_as_documented(harness):
     assert len(tokens) == 20
     assert all(re.fullmatch(r"[A-Za-z0-9_-]{32}", t) for t in tokens), tokens
     code = await harness.create(await harness.client("maker"), SMALL)
-    assert re.fullmatch(r"[A-HJ-NP-Z2-9]{6}", code), code
+    assert re.fullmatch(r"[A-HJ-NP-Z2-9]{8}", code), code
     assert isinstance(harness.server.hub._ids, random.SystemRandom)
 
 

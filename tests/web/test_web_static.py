@@ -39,7 +39,7 @@ def body(port: int, path: str) -> bytes:
     [
         ("/", "text/html; charset=utf-8"),
         ("/index.html", "text/html; charset=utf-8"),
-        ("/?room=K7QJ2M", "text/html; charset=utf-8"),
+        ("/?room=K7QJ2MXP", "text/html; charset=utf-8"),
         ("/app.js", "text/javascript; charset=utf-8"),
         ("/net.js", "text/javascript; charset=utf-8"),
         ("/games/stacko.js", "text/javascript; charset=utf-8"),

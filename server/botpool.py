@@ -1,0 +1,295 @@
+"""Built-in bots think off the event loop: in a bounded pool of worker processes.
+
+A strong bot's decision is CPU-bound (up to ~90 ms on large options): on the loop it stalled
+every other room. A room asks a ``Thinker`` for a decision and gets the answer later, on the
+loop, through a callback; meanwhile the room plays on its own timer (``Room._bot_turn``): if
+no answer came within the per-decision budget it plays the game's ``timeout_moves`` and
+drops the late answer.
+
+Bots keep memory between decisions (``observe``/``reset``, ``clients.bots.base``), so the bot
+object travels with each decision: the loop pickles ``(bot, view, legal)`` (about 4 KB and
+50 us for the strong Stacko bot; pickled on the loop, so what is sent is the view as it was
+when asked), the worker runs ``choose`` and sends back the move *and the bot*, whose memory
+the room keeps. Any worker can then take any decision, which a sticky bot-per-worker design
+could not (``concurrent.futures`` has no routing, and one busy worker would hold its rooms).
+
+One pool per process (``shared_pool``), shared by every ``Server`` in it (the test suite runs
+many) and shut down with the last one to stop; its workers start on the first decision.
+
+What waits is bounded too: a room has at most one decision pending, and drops it (a queued
+one is cancelled, a running one answers late) before it asks for the next; a decision that
+starts after its budget is over returns at once. So the queue holds at most one decision per
+bot room (``--max-bot-games``) and the pool's CPU goes to decisions that can still be played.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import copyreg
+import dataclasses
+import importlib
+import inspect
+import logging
+import multiprocessing
+import os
+import pickle
+import signal
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from server.compiled import MODULES
+
+log = logging.getLogger("stacko.bots")
+
+Done = Callable[[Any, Any, str | None], None]
+"""``done(move, bot, error)``: the move (``None``: the bot gave up, play the fallback), the
+bot with its memory after the decision, or an error text if the bot failed."""
+
+STOP_SHARE = 0.8
+"""Share of the budget after which ``should_stop`` says stop: the rest carries the answer
+back before the room's own timer plays the fallback."""
+
+_ACCEPTS: dict[type, bool] = {}
+
+
+def accepts_should_stop(bot: Any) -> bool:
+    """Whether ``bot.choose`` takes the keyword ``should_stop`` (the anytime interface of
+    ``clients.bots.base``); looked up once per class."""
+    kind = type(bot)
+    known = _ACCEPTS.get(kind)
+    if known is None:
+        try:
+            params = inspect.signature(bot.choose).parameters
+        except (TypeError, ValueError):
+            params = {}  # type: ignore[assignment]
+        known = "should_stop" in params or any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
+        )
+        _ACCEPTS[kind] = known
+    return known
+
+
+def decide(bot: Any, view: Any, legal: Sequence[Any], stop_at: float) -> Any:
+    """``bot.choose``, with ``should_stop`` (true from ``stop_at``, ``time.monotonic``) if
+    the bot takes it; ``None`` if ``stop_at`` had passed before it could start."""
+    if time.monotonic() >= stop_at:
+        return None
+    if accepts_should_stop(bot):
+        return bot.choose(view, legal, should_stop=lambda: time.monotonic() >= stop_at)
+    return bot.choose(view, legal)
+
+
+def _rebuild(cls: type, values: dict[str, Any]) -> Any:
+    return cls(**values)
+
+
+def _reduce_frozen(obj: Any) -> tuple[Any, ...]:
+    values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    return _rebuild, (type(obj), values)
+
+
+def _register_reducers() -> None:
+    """Frozen dataclasses of the compiled modules (views hold them: options, events, moves)
+    are pickled through their constructor: compiled by mypyc they have no ``__dict__``, and
+    the default unpickling sets each field, which a frozen class refuses. Run on import, so
+    in the server and in every worker alike."""
+    for name in MODULES:
+        if not name.startswith("engine."):  # the server's own modules import this one
+            continue
+        module = importlib.import_module(name)
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and value.__module__ == name
+                and dataclasses.is_dataclass(value)
+                and value.__dataclass_params__.frozen  # type: ignore[attr-defined]
+                and all(f.init for f in dataclasses.fields(value))
+            ):
+                copyreg.pickle(value, _reduce_frozen)
+
+
+_register_reducers()
+
+
+def _quiet_worker() -> None:
+    """A Ctrl-C reaches the whole process group: the server stops its workers itself
+    (``PoolThinker.shutdown``), so they ignore it instead of each printing a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _work(payload: bytes) -> tuple[Any, Any]:
+    """In a worker: one decision; the bot goes back with its memory."""
+    bot, view, legal, stop_at = pickle.loads(payload)
+    return decide(bot, view, legal, stop_at), bot
+
+
+class InlineThinker:
+    """Decisions on the event loop, in a ``call_soon`` callback: ``bot_workers=0``, for tests
+    and debugging only (a slow bot stalls every room)."""
+
+    def __init__(self, schedule_soon: Callable[[Callable[[], None]], None]) -> None:
+        self.schedule_soon = schedule_soon
+
+    def think(
+        self, bot: Any, view: Any, legal: Sequence[Any], budget_s: float, done: Done
+    ) -> Callable[[], None]:
+        cancelled = False
+        stop_at = time.monotonic() + budget_s * STOP_SHARE
+
+        def run() -> None:
+            if cancelled:
+                return
+            try:
+                move = decide(bot, view, legal, stop_at)
+            except Exception as exc:  # a broken bot loses its game, the server goes on
+                log.exception("bot %s failed", getattr(bot, "name", bot))
+                done(None, None, repr(exc))
+                return
+            done(move, bot, None)
+
+        def cancel() -> None:
+            nonlocal cancelled
+            cancelled = True
+
+        self.schedule_soon(run)
+        return cancel
+
+
+class PoolThinker:
+    """Decisions in worker processes; answers come back on the loop that asked."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._executor: concurrent.futures.ProcessPoolExecutor | None = None
+        self.users = 0
+        self.generation = 0
+        """Counts shutdowns: answers from the workers of an earlier one are dropped."""
+        self.broken = -1
+        """The generation whose pool broke (its failed decisions get the fallback move)."""
+
+    def executor(self) -> concurrent.futures.ProcessPoolExecutor:
+        """Started on the first decision. ``forkserver``: forking the server itself (threads,
+        sockets, an event loop) is unsafe, and spawning would import everything per worker;
+        the fork server imports the bots once and forks workers from that."""
+        if self._executor is None:
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(
+                ["clients.bots.registry", "clients.bots.stacko_bots", "clients.bots.stakko_bots"]
+            )
+            self._executor = concurrent.futures.ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=ctx, initializer=_quiet_worker
+            )
+        return self._executor
+
+    def think(
+        self, bot: Any, view: Any, legal: Sequence[Any], budget_s: float, done: Done
+    ) -> Callable[[], None]:
+        loop = asyncio.get_running_loop()
+        stop_at = time.monotonic() + budget_s * STOP_SHARE
+        payload = pickle.dumps((bot, view, list(legal), stop_at))
+        try:
+            future = self.executor().submit(_work, payload)
+        except BrokenProcessPool:  # a worker died since the last answer came
+            self._discard()
+            future = self.executor().submit(_work, payload)
+        generation = self.generation  # not the executor: a room may outlive the pool
+
+        def deliver() -> None:  # on the loop; the room drops an answer it no longer awaits
+            if future.cancelled():
+                return
+            exc = future.exception()
+            if isinstance(exc, BrokenProcessPool) and generation in (self.generation, self.broken):
+                # Not the bot's fault (a worker was killed: out of memory, an operator):
+                # the room plays the fallback move, and the next decision gets a new pool.
+                if generation == self.generation:
+                    self._discard()
+                done(None, None, None)
+                return
+            if self.generation != generation:
+                return  # the pool was stopped, its workers cut short: nobody waits
+            if exc is not None:
+                log.error("bot %s failed: %r", getattr(bot, "name", bot), exc)
+                done(None, None, repr(exc))
+                return
+            move, new_bot = future.result()
+            done(move, new_bot, None)
+
+        def finished(_: concurrent.futures.Future[tuple[Any, Any]]) -> None:  # pool's thread
+            # A closed loop: the server is gone, and nobody waits for the answer.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(deliver)
+
+        def cancel() -> None:  # a decision still queued never runs; a running one answers late
+            future.cancel()
+
+        future.add_done_callback(finished)
+        return cancel
+
+    def _discard(self) -> None:
+        """Drop a broken executor (no new work is possible on it); the next decision
+        starts another."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            log.error("a bot worker died; starting new ones")
+            self.broken = self.generation
+            self.generation += 1
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    def shutdown(self) -> None:
+        """Stop the workers and wait for them (blocking: call it off the loop). A decision in
+        progress is cut short: the server is going away, and a bot that ignores
+        ``should_stop`` could otherwise hold the exit."""
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        self.generation += 1
+        # No public way to reach the workers before Python 3.14 (``terminate_workers``).
+        workers = list((getattr(executor, "_processes", None) or {}).values())
+        executor.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            worker.terminate()
+        executor.shutdown(wait=True)
+
+
+def default_workers(option: int) -> int:
+    """``bot_workers`` -1: one fewer than the CPUs (the loop keeps one), at least 1."""
+    if option >= 0:
+        return option
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
+_POOLS: dict[int, PoolThinker] = {}
+
+
+def shared_pool(workers: int) -> PoolThinker:
+    """The process's pool of ``workers`` processes. A server ``acquire``s it when it starts
+    and ``release``s it when it stops (one made but never started holds nothing)."""
+    pool = _POOLS.get(workers)
+    if pool is None:
+        pool = _POOLS[workers] = PoolThinker(workers)
+    return pool
+
+
+def acquire(pool: PoolThinker) -> None:
+    pool.users += 1
+
+
+async def release(pool: PoolThinker) -> None:
+    """The last user's release stops the workers (in a thread: joining them blocks)."""
+    pool.users -= 1
+    if pool.users <= 0:
+        pool.users = 0
+        await asyncio.to_thread(pool.shutdown)
+
+
+@atexit.register
+def _stop_all() -> None:
+    """A process that exits with a pool still running (a server never shut down) stops its
+    workers here, while the interpreter is whole."""
+    for pool in list(_POOLS.values()):
+        pool.shutdown()
