@@ -370,7 +370,7 @@ async def test_keyboard_session_plays_stakko(server: Server) -> None:
         async with asyncio.timeout(60):
             code = (await keys.expect(r"^room: (\w+)$"))[1]
             opponent = asyncio.create_task(
-                amain([server.url, "--join", code, "--auto", "--seed", "5"], out=bob)
+                amain([server.url, "--join", code, "--auto", "--seed", "5", "--name", "bob"], bob)
             )
             await keys.expect(r"^joined room \w+ as seat 0: Stakko, basic variant, you play White$")
             await keys.expect(r"^ +0 +10  you +R W W W W W W W W W +White's home")
@@ -397,11 +397,11 @@ async def test_keyboard_session_plays_stakko(server: Server) -> None:
             await keys.expect(r"^last: you moved 3 discs from stack 0 onto stack 1$")
             await keys.expect(r"^your moves: 0x1\.\.6 onto 2; 1x1\.\.3 onto 3$")
             # Black owned one stack, so its move could only land on stack 7
-            await keys.expect(r"^last: opponent moved \d+ discs? from stack 8 onto stack 7$")
+            await keys.expect(r"^last: bob moved \d+ discs? from stack 8 onto stack 7$")
             await keys.type("m 1 3")
             await keys.expect(r"^ +3 +4  you +G W W W$")
             await keys.expect(r"^last: you moved 3 discs from stack 1 onto stack 3$")
-            await keys.expect(r"^last: opponent moved")
+            await keys.expect(r"^last: bob moved")
             await keys.type("r")
             await keys.expect(r"^result: you lost 0:0 \(resignation\)$")
             assert await opponent == 0
