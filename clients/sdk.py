@@ -51,7 +51,7 @@ from typing import Any, TypeVar
 
 from clients.bots.base import checked_choice, observe_view
 from clients.bots.registry import make_bot
-from clients.client import Disconnected, Frame, ServerError, StackoClient
+from clients.client import Disconnected, Frame, ServerError, StackoClient, websocket_url
 from clients.wire_views import move_to_wire, options_from_info, view_from_wire
 
 log = logging.getLogger("stacko.sdk")
@@ -388,7 +388,7 @@ class BotRunner:
         timeout: float = 10.0,
     ) -> None:
         self.bot = as_bot(bot)
-        self.url, self.name, self.timeout = url, name, timeout
+        self.url, self.name, self.timeout = websocket_url(url), name, timeout
         self.margin, self.threaded, self.reconnect = margin, threaded, reconnect
         self.on_result = on_result
         self.client: StackoClient | None = None
@@ -633,24 +633,14 @@ class BotRunner:
             raise ConnectionLost(f"connection closed ({why}); reconnection is off")
         if old.close_reason == "session_replaced":
             raise ConnectionLost("another connection took over this session")
-        limits = (self.welcome or {}).get("limits", {})
-        give_up = time.monotonic() + float(limits.get("reconnect_grace_s", 60.0))
-        delay = 0.05
         log.info("connection closed (%s); resuming the session", why)
-        while True:
-            client = StackoClient(self.url, self.name, token=old.session, timeout=self.timeout)
-            try:
-                welcome = await client.connect()
-                break
-            except asyncio.CancelledError:
-                await _quietly_close(client)
-                raise
-            except Exception as exc:  # refused, reset, timed out, a fatal error frame ...
-                await _quietly_close(client)
-                if time.monotonic() + delay >= give_up:
-                    raise ConnectionLost(f"could not reconnect to {self.url}: {exc}") from exc
-                await asyncio.sleep(delay)
-                delay = min(2.0, delay * 2)
+        limits = (self.welcome or {}).get("limits", {})
+        try:
+            client = await old.reconnect(give_up_after=float(limits.get("reconnect_grace_s", 60.0)))
+        except Exception as exc:
+            raise ConnectionLost(f"could not reconnect to {self.url}: {exc}") from exc
+        welcome = client.welcome
+        assert welcome is not None
         held = set(welcome["rooms"])
         if not welcome["resumed"]:
             await _quietly_close(client)

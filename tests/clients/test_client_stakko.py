@@ -347,7 +347,10 @@ async def test_two_auto_clients_quick_match_stakko(server: Server) -> None:
     argv = [server.url, "--quick-match", "--game", "stakko", "--auto"]
     async with asyncio.timeout(60):
         codes = await asyncio.gather(
-            *(amain([*argv, "--seed", str(i)], out=out) for i, out in enumerate(outs))
+            *(
+                amain([*argv, "--seed", str(i), "--name", ("ann", "bob")[i]], out=out)
+                for i, out in enumerate(outs)
+            )
         )
     assert codes == [0, 0], [o.getvalue()[-500:] for o in outs]
     check_pair(last_line(outs[0]), last_line(outs[1]))
@@ -359,7 +362,7 @@ async def test_two_auto_clients_quick_match_stakko(server: Server) -> None:
             text,
             re.M,
         )
-        assert re.search(r"^\[\w+ ply \d+\] (you|opponent) moved \d+ discs? from stack", text, re.M)
+        assert re.search(r"^\[\w+ ply \d+\] (you|ann|bob) moved \d+ discs? from stack", text, re.M)
 
 
 async def test_keyboard_session_plays_stakko(server: Server) -> None:
@@ -402,6 +405,8 @@ async def test_keyboard_session_plays_stakko(server: Server) -> None:
             await keys.expect(r"^ +3 +4  you +G W W W$")
             await keys.expect(r"^last: you moved 3 discs from stack 1 onto stack 3$")
             await keys.expect(r"^last: bob moved")
+            await keys.type("r")
+            await keys.expect(r"^resign, and lose the game against bob\? r again")
             await keys.type("r")
             await keys.expect(r"^result: you lost 0:0 \(resignation\)$")
             assert await opponent == 0
