@@ -43,6 +43,7 @@ import inspect
 import logging
 import queue
 import random
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -189,6 +190,10 @@ class Bot:
     def choose(self, state: State) -> Move | Awaitable[Move]:
         """One of ``state.legal`` (never empty here). May be ``async def``."""
         raise NotImplementedError
+
+    def new_game(self, state: State) -> None:
+        """A game starts (the first deal, or a rematch): ``state`` is its first state, and
+        ``observe`` follows with it. Reset per-game memory here; default: nothing."""
 
     def observe(self, state: State) -> None:
         """Every ``state`` frame of your games, in order, before ``choose`` (if it is your
@@ -353,6 +358,8 @@ class _Room:
     acted_seq: int = -1
     """The seq of the state the last move was sent for: at most one move per state."""
     over: bool = False
+    in_game: bool = False
+    """A game of this room has started and ``new_game`` was called for it."""
     rematch_asked: bool = False
     moves: int = 0
     fallbacks: int = 0
@@ -386,11 +393,14 @@ class BotRunner:
         reconnect: bool = True,
         on_result: Callable[[GameResult], None] | None = None,
         timeout: float = 10.0,
+        on_status: Callable[[str], None] | None = None,
     ) -> None:
         self.bot = as_bot(bot)
         self.url, self.name, self.timeout = websocket_url(url), name, timeout
         self.margin, self.threaded, self.reconnect = margin, threaded, reconnect
         self.on_result = on_result
+        self.on_status = on_status
+        """Told what the runner waits for, in words ("waiting for an opponent ...")."""
         self.client: StackoClient | None = None
         """The current connection (a new one after each reconnection)."""
         self.welcome: Frame | None = None
@@ -491,13 +501,26 @@ class BotRunner:
             return await self.play_room(code, games=games)
 
     async def create_room(
-        self, game: str = "stacko", *, options: dict[str, Any] | None = None, public: bool = True
+        self,
+        game: str = "stacko",
+        *,
+        options: dict[str, Any] | None = None,
+        public: bool = True,
+        bot: str | None = None,
     ) -> str:
         """Create a room of ``game`` and take seat 0; returns its code. The game starts when
-        someone joins: ``play_room(code)`` plays it."""
+        someone joins, or at once with ``bot`` (a built-in bot's level, e.g. ``"strong"``,
+        takes the other seat): ``play_room(code)`` plays it."""
         client = await self._client()
-        joined = await client.create_room(game, public=public, options=options or {})
-        return str(joined["room"])
+        joined = await client.create_room(game, public=public, options=options or {}, bot=bot)
+        code = str(joined["room"])
+        if bot is None:
+            self._status(f"room {code}: waiting for an opponent (stacko-client --join {code})")
+        return code
+
+    def _status(self, text: str) -> None:
+        if self.on_status is not None:
+            self.on_status(text)
 
     async def create(
         self,
@@ -507,10 +530,11 @@ class BotRunner:
         public: bool = True,
         games: int = 1,
         on_room: Callable[[str], None] | None = None,
+        bot: str | None = None,
     ) -> list[GameResult]:
         """Create a room, tell ``on_room`` its code (to share), and play ``games`` games in
-        it (rematches after the first) once someone joins."""
-        code = await self.create_room(game, options=options, public=public)
+        it (rematches after the first) once someone joins, or against the built-in ``bot``."""
+        code = await self.create_room(game, options=options, public=public, bot=bot)
         if on_room is not None:
             on_room(code)
         return await self.play_room(code, games=games)
@@ -551,6 +575,10 @@ class BotRunner:
                     if answer["type"] == "joined":
                         return str(answer["room"])
                     self._queued = True
+                    self._status(
+                        f"waiting for an opponent for {game} ({answer['waiting']} waiting): "
+                        "start another bot, or take a quick match in the browser"
+                    )
                     break
                 return await pairing
             finally:
@@ -634,6 +662,7 @@ class BotRunner:
         if old.close_reason == "session_replaced":
             raise ConnectionLost("another connection took over this session")
         log.info("connection closed (%s); resuming the session", why)
+        self._status(f"connection closed ({why}); resuming the session")
         limits = (self.welcome or {}).get("limits", {})
         try:
             client = await old.reconnect(give_up_after=float(limits.get("reconnect_grace_s", 60.0)))
@@ -728,6 +757,9 @@ class BotRunner:
             room.code, view["game"], room.seat, view, legal, room.options,
             int(frame["seq"]), deadline, frame,
         )  # fmt: skip
+        if not room.in_game and view["outcome"] is None:
+            room.in_game = True
+            self._call(room, lambda: self.bot.new_game(state))
         self._observe(room, state)
         if view["outcome"] is not None:
             return await self._game_over(room, state)
@@ -743,10 +775,15 @@ class BotRunner:
         return False
 
     def _observe(self, room: _Room, state: State) -> None:
+        self._call(room, lambda: self.bot.observe(state))
+
+    def _call(self, room: _Room, hook: Callable[[], None]) -> None:
+        """A bot hook in the room's order (its thread, if it has one); a failure stops the
+        room at its next state."""
         if room.worker is None:
-            self.bot.observe(state)
+            hook()
             return
-        future = room.worker.submit(lambda: self.bot.observe(state))
+        future = room.worker.submit(hook)
 
         def check(f: asyncio.Future[None]) -> None:
             if not f.cancelled() and f.exception() is not None:
@@ -810,7 +847,7 @@ class BotRunner:
     async def _game_over(self, room: _Room, state: State) -> bool:
         if room.over:
             return False  # the final state again (after a resume)
-        room.over = True
+        room.over, room.in_game = True, False
         outcome = state.view["outcome"]
         result = GameResult(
             room.code, state.game, room.seat, outcome["termination"], outcome["winner"],
@@ -863,35 +900,51 @@ async def _quietly_close(client: StackoClient) -> None:
 
 
 async def play(
-    bot: Bot | ChooseFn,
+    player: Bot | ChooseFn,
+    /,
     url: str = DEFAULT_URL,
     *,
     name: str = "bot",
     game: str = "stacko",
     join: str | None = None,
     create: bool = False,
+    bot: str | None = None,
     options: dict[str, Any] | None = None,
     public: bool = True,
     games: int = 1,
     on_room: Callable[[str], None] | None = None,
     on_result: Callable[[GameResult], None] | None = None,
+    on_status: Callable[[str], None] | None = None,
     margin: float | None = None,
     threaded: bool = True,
 ) -> list[GameResult]:
     """Connect, play ``games`` games and return their results: in room ``join``, in a room
-    of its own (``create``, whose code goes to ``on_room``), or by quick match (default)."""
+    of its own (``create``, whose code goes to ``on_room``), against a built-in bot
+    (``bot="strong"``: a room of its own where that bot takes the other seat), or by
+    quick match (default). ``on_status`` hears what it waits for ("waiting for an
+    opponent ...")."""
+    if bot is not None and join is not None:
+        raise ValueError("bot= creates a room with a built-in bot; it cannot go with join=")
     async with BotRunner(
-        bot, url, name=name, margin=margin, threaded=threaded, on_result=on_result
-    ) as runner:
+        player, url, name=name, margin=margin, threaded=threaded, on_result=on_result,
+        on_status=on_status,
+    ) as runner:  # fmt: skip
         if join is not None:
             return await runner.join(join, games=games)
-        if create:
+        if create or bot is not None:
             return await runner.create(
-                game, options=options, public=public, games=games, on_room=on_room
+                game, options=options, public=public, games=games, on_room=on_room, bot=bot
             )
         return await runner.quick_match(game, games=games)
 
 
-def run(bot: Bot | ChooseFn, url: str = DEFAULT_URL, **kwargs: Any) -> list[GameResult]:
-    """``play`` for scripts: runs its own event loop (``asyncio.run``)."""
-    return asyncio.run(play(bot, url, **kwargs))
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def run(player: Bot | ChooseFn, /, url: str = DEFAULT_URL, **kwargs: Any) -> list[GameResult]:
+    """``play`` for scripts: runs its own event loop (``asyncio.run``) and, unless
+    ``on_status`` says otherwise, prints what it waits for on stderr ("waiting for an
+    opponent for stacko ..."), so a bot run alone does not sit in silence."""
+    kwargs.setdefault("on_status", _say)
+    return asyncio.run(play(player, url, **kwargs))
