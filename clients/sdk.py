@@ -3,8 +3,8 @@
 A bot is ``choose(state) -> move``, where ``state`` is one seat's ``State`` (the wire view of
 PROTOCOL.md, the ``legal`` moves, room, seat, ply, the time left) and the move is one of
 ``state.legal``. Either pass a plain function, or subclass ``Bot`` when the bot wants memory
-(``observe``), a say in what happens at the deadline (``fallback``) or the results
-(``game_over``)::
+(``observe``, reset by ``new_game``), a say in what happens at the deadline (``fallback``)
+or the results (``game_over``)::
 
     from clients.sdk import run
 
@@ -18,7 +18,9 @@ The SDK does the protocol so a bot does not have to:
 
 - connects, says ``hello``, and joins: a quick match (``games=N`` of them, one after the
   other, or several at once with ``asyncio.gather`` over one connection), a room by its code,
-  or a room it creates (options, public or private), with rematches for ``games=N``;
+  or a room it creates (options, public or private; ``bot="strong"`` seats one of the
+  server's built-in bots as the opponent), with rematches for ``games=N``; it says what it
+  waits for (``on_status``: ``run`` prints it), so a bot run alone does not sit in silence;
 - sends each move with the ``ply`` of the state it was chosen from, never twice for one
   state; after ``stale_ply`` it waits for the current state and decides again (PROTOCOL.md
   "Ply and stale moves");

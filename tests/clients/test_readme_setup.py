@@ -143,15 +143,19 @@ def test_the_server_command_installs_and_serves(tmp_path: Path, refusing: bool) 
         (bin_dir / "python3").symlink_to(system_python())
     env = {**env_with(bin_dir), "STACKO_HOST": "127.0.0.1", "STACKO_PORT": "0"}
     started = time.monotonic()
+    errors = (tmp_path / "stderr.txt").open("w")  # a file: a full pipe would stall pip
     proc = subprocess.Popen(
         ["bash", "-c", readme_commands()[0]], cwd=work, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        stderr=errors, text=True, start_new_session=True,
     )  # fmt: skip
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline()  # the server's start-up line, after the install
-        found = re.match(r"stacko server on (http://127\.0\.0\.1:\d+/)", line)
-        assert found, (line, proc.stderr.read() if proc.stderr else "")
+        found = None
+        for line in proc.stdout:  # pip's lines, then the server's start-up line
+            found = re.match(r"stacko server on (http://127\.0\.0\.1:\d+/)", line)
+            if found:
+                break
+        assert found, "the command ended without starting the server"
         with urllib.request.urlopen(found[1] + "healthz", timeout=10) as answer:
             assert answer.read() == b"ok\n"
         seconds = time.monotonic() - started
@@ -161,5 +165,6 @@ def test_the_server_command_installs_and_serves(tmp_path: Path, refusing: bool) 
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(30)
-    log = proc.stderr.read() if proc.stderr else ""
+        errors.close()
+    log = (tmp_path / "stderr.txt").read_text()
     assert "11 of 11 per-move modules compiled" in log, log[-2000:]
