@@ -336,6 +336,8 @@ class Player:
         """The players' names by seat, from the ``joined`` and ``room`` frames."""
         self.state: Frame | None = None
         self.over = False
+        self.ended_seq: int | None = None
+        """The ``seq`` of the last game's final state."""
         self.results: list[str] = []
         self.want_rematch = False
         self.asked_rematch = False
@@ -531,8 +533,10 @@ class Player:
         elif not self.args.quiet and frame["text"]:
             self.say(f"[{frame['room']} ply {view['ply']}] {frame['text']}")
         if view["outcome"] is not None:
-            if not self.over:
-                self.over = True
+            # Not twice for one game: the final state comes again after a resumed session.
+            first = not self.over and frame["seq"] != self.ended_seq
+            self.over, self.ended_seq = True, frame["seq"]
+            if first:
                 await self.game_over(view)
             return
         self.over = self.want_rematch = False

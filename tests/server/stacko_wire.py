@@ -661,7 +661,7 @@ class Harness:
         joined = await b.call("join", room=code)
         assert joined["type"] == "joined" and joined["seat"] == 1, joined
         update = await a.expect("room", room=code)
-        assert update["text"] == "bob joined", update
+        assert update["text"] == f"{names[1]} joined", update  # a name, not a seat
         self.snap(code)
         seq = self.server.hub.rooms[code].seq
         sa = await a.expect("state", room=code, seq=seq)
