@@ -2,9 +2,10 @@
 ``externally-managed-environment`` (PEP 668, as on a fresh Debian or Ubuntu), and where it
 does not: both make and use their own virtual environment, so both work either way.
 
-The refusing Python is this machine's own interpreter run with ``PYTHONHOME`` pointing at a
-copy of its standard library folder (links) that holds an ``EXTERNALLY-MANAGED`` file: that
-file is how PEP 668 makes pip refuse, and nothing of the real interpreter is touched. The
+The refusing Python is the system's own where it refuses already (Debian, Ubuntu); elsewhere
+it is this machine's interpreter run with ``PYTHONHOME`` pointing at a copy of its standard
+library folder (links) that holds an ``EXTERNALLY-MANAGED`` file: that file is how PEP 668
+makes pip refuse, and nothing of the real interpreter is touched. The
 fast tests check the refusal and the commands' first step; the whole server command (an
 install with compiling, then ``/healthz``) runs where ``STACKO_FULL_INSTALL_CHECK=1`` (set by
 ``.ci/run``), since it takes a minute.
@@ -52,6 +53,11 @@ def system_python() -> Path:
 def refusing_python(tmp: Path) -> Path:
     """A folder with a ``python3`` that pip treats as externally managed (PEP 668)."""
     stdlib = Path(sysconfig.get_paths(vars={"installed_base": sys.base_prefix})["stdlib"])
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    if (stdlib / "EXTERNALLY-MANAGED").exists():  # Debian, Ubuntu: this python3 refuses
+        (bin_dir / "python3").symlink_to(system_python())
+        return bin_dir
     home = tmp / "home"
     lib = home / stdlib.relative_to(sys.base_prefix)
     lib.mkdir(parents=True)
@@ -60,8 +66,6 @@ def refusing_python(tmp: Path) -> Path:
     (lib / "EXTERNALLY-MANAGED").write_text(
         "[externally-managed]\nError=managed by the system: use a virtual environment\n"
     )
-    bin_dir = tmp / "bin"
-    bin_dir.mkdir()
     wrapper = bin_dir / "python3"
     wrapper.write_text(f"#!/bin/sh\nPYTHONHOME={shlex.quote(str(home))} "
                        f"exec {shlex.quote(str(system_python()))} \"$@\"\n")  # fmt: skip
