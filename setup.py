@@ -12,6 +12,14 @@ plain Python and says why. A build is all or nothing: compiled modules share one
 An editable install builds in place, next to the sources; there this also removes compiled
 files of modules no longer on the list and records what it compiled (``SOURCES_FILE``), so
 the server can tell when a source changed after its build.
+
+Build time (a fresh install used to spend most of its time here, in silence): mypyc writes
+one C file per module (``multi_file``) plus its runtime's, and they compile in parallel, one
+per CPU; the shims build alongside. The modules still share one library, so calls between
+them stay native, and ``-O3`` stays: on 2 cores the compile fell from about 20 s to 13 s with
+the server's cost per move unchanged within noise (``bench/hub.py``; the figures are in the
+commit that made the change). A rebuild in the same tree (``pip install ".[arena]"`` after
+``pip install .``) reuses the objects in ``build/``: mypyc rewrites only C files that changed.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import json
 import os
 import runpy
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from setuptools import setup
@@ -43,7 +52,7 @@ def ext_modules() -> list[Any]:
     try:
         from mypyc.build import mypycify
 
-        extensions = mypycify(COMPILED, opt_level="3", group_name=GROUP)
+        extensions = mypycify(COMPILED, opt_level="3", group_name=GROUP, multi_file=True)
     except SystemExit:  # mypy found errors in the code, and has printed them
         _say("not compiling (mypyc refused the code, see above): the modules stay Python")
         return []
@@ -55,8 +64,43 @@ def ext_modules() -> list[Any]:
     return list(extensions)
 
 
+def _jobs() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))  # the CPUs this process may use
+    return os.cpu_count() or 1
+
+
 class BuildAllOrNothing(build_ext):
-    """Optional extensions, all or none: a shim without its shared library cannot import."""
+    """Optional extensions, all or none: a shim without its shared library cannot import.
+
+    Builds in parallel: the extensions (the shared library and the shims) side by side, and
+    the C files of one extension (``multi_file``) each in its own compiler process."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if self.parallel is None:
+            self.parallel = _jobs()
+
+    def build_extensions(self) -> None:
+        jobs = _jobs()
+        compiler = self.compiler
+        one_by_one = compiler.compile
+
+        def compile(sources: list[str], *args: Any, **kwargs: Any) -> list[str]:
+            if jobs < 2 or len(sources) < 2:
+                return list(one_by_one(sources, *args, **kwargs))
+            # The biggest first, so that no long compile starts last.
+            order = sorted(sources, key=lambda path: -os.path.getsize(path))
+            with ThreadPoolExecutor(jobs) as pool:
+                built = pool.map(lambda source: one_by_one([source], *args, **kwargs), order)
+                objects = dict(zip(order, built, strict=True))
+            return [obj for source in sources for obj in objects[source]]
+
+        compiler.compile = compile  # set once, before the extensions' threads start
+        try:
+            super().build_extensions()
+        finally:
+            del compiler.compile
 
     def run(self) -> None:
         hashes = _compiled["source_hashes"](ROOT)  # the sources mypyc just read

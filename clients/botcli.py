@@ -3,6 +3,7 @@
     stacko-bot --quick-match --games 10                    # the strong Stacko bot, 10 games
     stacko-bot ws://HOST:PORT --game stakko --level search --create --private
     stacko-bot --join K7QJ2MXP --level medium --seed 7
+    stacko-bot --create --bot easy --games 5               # against the server's easy bot
 
 Any level of ``clients.bots.registry`` plays (``--help`` lists them); ``clients.sdk`` does the
 protocol. One line per finished game, then a summary; ``--help`` says the rest.
@@ -39,6 +40,9 @@ modes:
   --create        creates a room (options from --option, --private to keep it out of the
                   room list) and prints "room: CODE"; someone joins with --join CODE
   --join CODE     takes the free seat of room CODE
+  --create --bot LEVEL
+                  creates a room where the server's built-in bot of LEVEL takes the other
+                  seat: the game starts at once (the same levels as above)
   With --create or --join, --games N plays rematches in the same room (seats swap).
 
 output: one line per finished game, e.g.
@@ -85,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --create: a room option, e.g. rounds=1, clock_ms=30000 (repeat for more)",
     )  # fmt: skip
     p.add_argument("--private", action="store_true", help="with --create: not in list_rooms")
+    p.add_argument(
+        "--bot", metavar="LEVEL",
+        help="with --create: the server's built-in bot of this level is the opponent",
+    )  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="print only the room code and the summary")
     return p
 
@@ -98,8 +106,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.level = default if default in levels or not levels else levels[-1]
     if args.level not in levels:
         parser.error(f"--level {args.level} is not a {args.game} bot (levels: {', '.join(levels)})")
-    if (args.option or args.private) and not args.create:
-        parser.error("--option and --private go with --create")
+    if (args.option or args.private or args.bot) and not args.create:
+        parser.error("--option, --private and --bot go with --create")
+    if args.bot is not None and args.bot not in levels:
+        parser.error(f"--bot {args.bot} is not a {args.game} bot (levels: {', '.join(levels)})")
     if args.games < 1:
         parser.error("--games must be at least 1")
     if args.name is None:
@@ -134,7 +144,10 @@ async def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             say(f"game {done}: {result}")
 
     bot = BuiltinBot(args.game, args.level, seed=args.seed)
-    runner = BotRunner(bot, args.url, name=args.name, on_result=on_result)
+    runner = BotRunner(
+        bot, args.url, name=args.name, on_result=on_result,
+        on_status=None if args.quiet else say,
+    )  # fmt: skip
     try:
         welcome = await runner.connect()
     except Exception as exc:  # refused, unreachable, not a WebSocket server, a bad URL ...
@@ -148,7 +161,7 @@ async def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         elif args.create:
             results = await runner.create(
                 args.game, options=dict(args.option), public=not args.private,
-                games=args.games, on_room=lambda code: say(f"room: {code}"),
+                games=args.games, on_room=lambda code: say(f"room: {code}"), bot=args.bot,
             )  # fmt: skip
         else:
             results = await runner.quick_match(args.game, games=args.games)

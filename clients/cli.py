@@ -6,6 +6,7 @@ or let it play random moves.
     stacko-client --create --game stakko --option variant=gray
     stacko-client --create --game stakko --bot search   # against a built-in bot
     stacko-client ws://HOST:PORT --quick-match --auto   # random legal moves, unattended
+    stacko-client --replay GAME_ID              # a finished game, move by move
 
 Built on ``clients.client`` (the wire) and ``clients.render`` (the board); ``--help`` says it all.
 """
@@ -15,18 +16,35 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import random
 import re
 import sys
 import threading
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from clients.client import Disconnected, Frame, ServerError, StackoClient
-from clients.render import describe_result, describe_stakko_moves, render_state, stack_owner
+from clients.client import Disconnected, Frame, ServerError, StackoClient, websocket_url
+from clients.render import (
+    describe_result,
+    describe_stakko_moves,
+    player_name,
+    render_state,
+    render_view,
+    stack_owner,
+)
 
 DEFAULT_URL = "ws://127.0.0.1:8765"
+ROOM_CODE = re.compile(r"[A-Za-z0-9]{4,12}")
+"""What a room code looks like (PROTOCOL.md): the server's are 6 letters and digits."""
+RECONNECT_CODES = (None, 1006, 1011, 1012, 1013)
+"""Close codes after which the client resumes its session on a new connection: no close frame
+(a dropped connection, 1006), an internal error, a restart (1012), try again later (1013).
+1001 (the server is shutting down for good) and 1000 end the run."""
 
 GAMES = ("stacko", "stakko")
 """The games this client can draw and play (``list_games`` says what a server hosts)."""
@@ -88,7 +106,19 @@ levels are those the server lists (stacko: easy, medium, strong; stakko: random,
 
 --auto plays random legal moves (the state frames' "legal" list, seeded by --seed) in either
 game; two auto clients against one server play a whole game and each prints "result: ..." as
-its last line, e.g. "result: you won 65:60 (completed)".
+its last line, e.g. "result: you won 65:60 (completed)". It moves as fast as the server lets
+it: the client keeps under the rate limit the server announces in its welcome (20 frames a
+second by default; more are refused), so a Stacko game of about 100 plies takes a few seconds.
+--auto-delay SECONDS waits that long before each move, to watch a game at a human pace.
+
+URL is the server as ws://HOST:PORT or as the address a browser opens (http://HOST:PORT/ is
+ws://HOST:PORT/, https:// is wss://). A connection that drops, or a server that restarts
+(close 1012), is resumed by itself: the client reconnects with a growing pause and its session
+token, and the game goes on where it was (within the server's reconnect grace, 60 s by
+default).
+
+--replay GAME_ID prints a finished game from the server's records move by move: the board
+after each step with everything shown, and the result (--auto-delay pauses between steps).
 
 exit status: 0 done (the games were played, or you quit); 1 the games asked for could not be
 played (the opponent left before a rematch); 2 a refused --create, --join or --quick-match
@@ -218,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--create", action="store_true", help="create a room and print its code")
     mode.add_argument("--join", metavar="CODE", help="join the room with this code")
     mode.add_argument("--quick-match", action="store_true", help="let the server find an opponent")
+    mode.add_argument(
+        "--replay", metavar="GAME_ID", help="print a finished game move by move and exit"
+    )
     p.add_argument(
         "--game", choices=GAMES,
         help="with --create or --quick-match: the game, stacko (default) or stakko; "
@@ -244,8 +277,10 @@ def build_parser() -> argparse.ArgumentParser:
         "rooms play rematches, --quick-match queues again",
     )  # fmt: skip
     p.add_argument(
-        "--delay", type=float, default=0.0, metavar="SECONDS", help="with --auto: pause per move"
-    )
+        "--auto-delay", "--delay", dest="delay", type=float, default=0.0, metavar="SECONDS",
+        help="with --auto: wait this long before each move (default 0: as fast as the server's "
+        "rate limit allows); with --replay: between steps",
+    )  # fmt: skip
     p.add_argument(
         "--quiet", action="store_true", help="with --auto: print only results and errors"
     )
@@ -266,6 +301,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.game = "stacko"
     if args.games < 1:
         parser.error("--games must be at least 1")
+    if args.delay < 0:
+        parser.error("--auto-delay must be 0 or more seconds")
+    if args.join is not None and not ROOM_CODE.fullmatch(args.join):
+        parser.error(
+            f"--join {args.join}: that is not a room code; a room code is 4 to 12 letters and"
+            " digits, like K7QJ2M (the code stacko-client --create prints)"
+        )
+    args.url = websocket_url(args.url)
     return args
 
 
@@ -289,10 +332,20 @@ class Player:
         self.seat: int | None = None
         self.game: str | None = args.game
         """The room's game: ``--game`` until a ``joined`` frame says it."""
+        self.names: list[str | None] = [None, None]
+        """The players' names by seat, from the ``joined`` and ``room`` frames."""
         self.state: Frame | None = None
         self.over = False
+        self.ended_seq: int | None = None
+        """The ``seq`` of the last game's final state."""
         self.results: list[str] = []
         self.want_rematch = False
+        self.asked_rematch = False
+        """This player asked for a rematch of the game just over (from the keyboard)."""
+        self.opponent_left = False
+        self.input_ended = False
+        self.confirming: str | None = None
+        """``"quit"``, ``"resign"`` or ``"eof"``: asked to confirm leaving or resigning."""
         self.done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         encoding = (getattr(out, "encoding", None) or "").lower()
         self.ascii = args.ascii or not encoding.startswith("utf")
@@ -301,6 +354,21 @@ class Player:
     def interactive(self) -> bool:
         """A player at the keyboard (spectators may type too: b, h, q)."""
         return not self.args.auto and not self.args.spectate
+
+    @property
+    def playing(self) -> bool:
+        """A game in progress in which this client holds a seat: leaving it loses it."""
+        return (
+            self.room is not None
+            and self.seat is not None
+            and self.state is not None
+            and self.state["view"]["outcome"] is None
+        )
+
+    def opponent(self) -> str:
+        """The other player as texts name them ("Bob")."""
+        seat = 1 - self.seat if self.seat is not None else 1
+        return player_name(seat, self.seat, self.names)
 
     def say(self, text: str) -> None:
         self.out.write(text + "\n")
@@ -365,25 +433,67 @@ class Player:
             self.note(f"waiting for an opponent for {answer['game']} ({answer['waiting']} waiting)")
 
     async def _frames(self) -> None:
-        async for frame in self.client:
-            await self.on_frame(frame)
-        code, reason = self.client.close_code, self.client.close_reason
-        self.finish(2, f"error: the server closed the connection ({code} {reason})".rstrip())
+        while True:
+            async for frame in self.client:
+                await self.on_frame(frame)
+            client = self.client
+            code, reason = client.close_code, client.close_reason
+            if client.closed_by_us or self.done.done():
+                return
+            if code not in RECONNECT_CODES or reason == "session_replaced":
+                closed = f"the server closed the connection ({code} {reason})".rstrip()
+                self.finish(2, f"error: {closed}")
+                return
+            await self._resume(code, reason)
+
+    async def _resume(self, code: int | None, reason: str) -> None:
+        """The connection dropped or the server restarted: resume the session on a new one."""
+        why = "the server is restarting" if code == 1012 else "the connection dropped"
+        self.note(f"{why}; reconnecting ...")
+        old = self.client
+        try:
+            client = await old.reconnect()
+        except Exception as exc:
+            self.finish(2, f"error: could not reconnect to {old.url}: {exc}")
+            return
+        self.client = client
+        welcome = client.welcome or {}
+        if not welcome.get("resumed"):
+            await client.close()
+            self.finish(2, "error: reconnected, but the server no longer knows this session")
+            return
+        self.note("reconnected: the session is resumed")
+        if self.room is None and self.args.quick_match and not welcome.get("rooms"):
+            await self._queue()  # queueing belongs to the connection: queue again
 
     async def on_frame(self, frame: Frame) -> None:
         kind = frame["type"]
         if kind == "joined":
             self.room, self.seat, self.over = frame["room"], frame["seat"], False
             self.game = frame.get("game", self.game)
+            self.opponent_left = self.asked_rematch = False
+            self.take_names(frame["info"])
             self.note(self.joined_text(frame))
         elif kind == "state" and frame["room"] == self.room:
             await self.on_state(frame)
         elif kind == "room" and frame["room"] == self.room:
+            self.take_names(frame["info"])
             self.note(f"room {self.room}: {frame['text']}")
-            if self.want_rematch and len(frame["info"]["players"]) < 2:
+            alone = len(frame["info"]["players"]) < 2
+            if self.want_rematch and alone:
                 self.finish(1, f"the opponent left; played {len(self.results)} games")
+            elif alone and self.over and self.seat is not None and not self.opponent_left:
+                self.opponent_left = True
+                if self.interactive and not self.input_ended:
+                    self.say("no rematch: the opponent has left the room; q quits")
         elif kind == "error":
             self.on_error(frame)
+
+    def take_names(self, info: Frame) -> None:
+        for p in info.get("players", []):
+            seat = p.get("seat")
+            if seat in (0, 1):
+                self.names[seat] = p.get("name")
 
     def joined_text(self, frame: Frame) -> str:
         """``joined room K7QJ2MXP as seat 0: Stakko, gray variant, you play White, 30 s a move``"""
@@ -407,6 +517,9 @@ class Player:
             self.finish(2, f"error: {message} ({code})")
         elif code == "no_rematch" and self.want_rematch:
             self.finish(1, f"no rematch: {message}")
+        elif code == "no_rematch":
+            self.asked_rematch = False
+            self.say(f"no rematch: {message}")
         elif not self.args.auto or code == "stale_ply":
             self.say(f"refused: {message} ({code})")
         else:
@@ -416,12 +529,14 @@ class Player:
         self.state = frame
         view = frame["view"]
         if self.interactive or (self.args.spectate and not self.args.auto):
-            self.say(render_state(frame, ascii=self.ascii))
+            self.say(render_state(frame, ascii=self.ascii, names=self.names))
         elif not self.args.quiet and frame["text"]:
             self.say(f"[{frame['room']} ply {view['ply']}] {frame['text']}")
         if view["outcome"] is not None:
-            if not self.over:
-                self.over = True
+            # Not twice for one game: the final state comes again after a resumed session.
+            first = not self.over and frame["seq"] != self.ended_seq
+            self.over, self.ended_seq = True, frame["seq"]
+            if first:
                 await self.game_over(view)
             return
         self.over = self.want_rematch = False
@@ -435,10 +550,16 @@ class Player:
             self.say("your move (h for help):")
 
     async def game_over(self, view: dict[str, Any]) -> None:
-        self.results.append(describe_result(view))
+        self.results.append(describe_result(view, self.names))
+        self.confirming = None
         if self.interactive:
             self.say(f"result: {self.results[-1]}")
-            self.say("type rematch for another game, or q to quit")
+            if self.input_ended:
+                self.finish(0, "end of input")
+            elif self.opponent_left:
+                self.say("no rematch: the opponent has left the room; q quits")
+            else:
+                self.say("type rematch for another game, or q to quit")
             return
         if len(self.results) < self.args.games:
             self.say(f"game {len(self.results)}: {self.results[-1]}")
@@ -475,12 +596,14 @@ class Player:
     # -- the keyboard ---------------------------------------------------------------------
 
     async def _keyboard(self, lines: asyncio.Queue[str | None]) -> None:
-        while True:
+        while not self.done.done():
             line = await lines.get()
             if line is None:
-                await self.quit("end of input")
-                return
+                await self.end_of_input()
+                continue
             if not line.strip():
+                continue
+            if self.confirming is not None and await self.confirmed(line):
                 continue
             try:
                 command = parse_command(line, self.game)
@@ -488,6 +611,32 @@ class Player:
                 self.say(str(exc))
                 continue
             await self.command(command)
+
+    async def end_of_input(self) -> None:
+        """End of input (Ctrl-D) leaves, after a confirmation if a game is in progress."""
+        if self.playing and self.confirming != "eof":
+            self.confirming = "eof"
+            self.say(
+                f"end of input: leaving now loses the game against {self.opponent()}; "
+                "Ctrl-D again (or y) leaves, anything else plays on"
+            )
+            return
+        self.input_ended = True
+        await self.quit("end of input")
+
+    async def confirmed(self, line: str) -> bool:
+        """The answer to a confirmation; True when the line is used up by it."""
+        asked, self.confirming = self.confirming, None
+        answer = line.strip().lower()
+        again = {"quit": ("q", "quit", "exit"), "resign": ("r", "resign")}.get(asked or "", ())
+        if answer in ("y", "yes", *again) and self.playing:
+            if asked == "resign":
+                await self.resign()
+            else:
+                await self.quit("bye")
+            return True
+        self.say("not resigning: play on" if asked == "resign" else "not leaving: play on")
+        return answer in ("n", "no")
 
     async def command(self, command: Command) -> None:
         if command.kind == "move" and command.move is not None:
@@ -497,19 +646,56 @@ class Player:
         elif command.kind == "help":
             self.say(commands_text(self.game))
         elif command.kind == "board":
-            self.say(render_state(self.state, ascii=self.ascii) if self.state else "no game yet")
+            self.say(
+                render_state(self.state, ascii=self.ascii, names=self.names)
+                if self.state
+                else "no game yet"
+            )
         elif command.kind == "quit":
+            if self.playing:
+                self.confirming = "quit"
+                self.say(
+                    f"leaving loses the game in progress against {self.opponent()}: "
+                    "q again (or y) leaves, anything else plays on"
+                )
+                return
             await self.quit("bye")
         elif self.room is None:
             self.say("you are not in a room yet")
         elif command.kind == "resign":
-            try:
-                await self.client.resign(self.room)
-            except ServerError as exc:
-                self.on_error(exc.frame)
+            if not self.playing:
+                self.say("there is no game in progress to resign")
+                return
+            self.confirming = "resign"
+            self.say(
+                f"resign, and lose the game against {self.opponent()}? "
+                "r again (or y) resigns, anything else plays on"
+            )
         elif command.kind == "rematch":
+            await self.ask_rematch()
+
+    async def resign(self) -> None:
+        assert self.room is not None
+        try:
+            await self.client.resign(self.room)
+        except ServerError as exc:
+            self.on_error(exc.frame)
+
+    async def ask_rematch(self) -> None:
+        """Ask for a rematch only when one can be had, and say so once."""
+        assert self.room is not None
+        if self.seat is None:
+            self.say("spectators cannot ask for a rematch")
+        elif not self.over:
+            self.say("the game is not over yet (r resigns it)")
+        elif self.opponent_left:
+            self.say("no rematch: the opponent has left the room; q quits")
+        elif self.asked_rematch:
+            self.say(f"you asked already; waiting for {self.opponent()}")
+        else:
+            self.asked_rematch = True
             await self.client.rematch(self.room)
-            self.say("asked for a rematch; waiting for the opponent")
+            self.say(f"asked {self.opponent()} for a rematch; waiting for their answer")
 
     def refuse_locally(self, move: dict[str, Any]) -> bool:
         """Check a typed Stakko move against the last state's ``legal``; say why it is refused
@@ -518,6 +704,8 @@ class Player:
         if refusal is None:
             return False
         code, message = refusal
+        if code == "not_your_turn":
+            message = f"it is {self.opponent()}'s turn"
         self.say(f"refused: {message} ({code})")
         if self.state is not None and self.state["legal"] and code != "not_your_turn":
             self.say(
@@ -529,9 +717,9 @@ class Player:
 
     async def quit(self, why: str) -> None:
         if self.room is not None:
-            if self.state is not None and self.state["view"]["outcome"] is None:
+            if self.playing:
                 self.say("leaving a game in progress: you lose it")
-            with contextlib.suppress(ServerError):
+            with contextlib.suppress(ServerError, Disconnected):
                 await self.client.leave(self.room)
         self.finish(0, why)
 
@@ -541,17 +729,24 @@ def _stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str | None]:
 
     A daemon thread blocks on ``readline`` instead of the event loop. Not an executor: a thread
     stuck in ``readline`` would keep the process alive at exit; not ``connect_read_pipe``: it
-    makes a terminal's stdin (and with it stdout) non-blocking."""
+    makes a terminal's stdin (and with it stdout) non-blocking.
+
+    A terminal can be read again after Ctrl-D (the player may answer the confirmation it
+    asks for); the end of a pipe or file is final, so it comes twice: asked and confirmed."""
     queue: asyncio.Queue[str | None] = asyncio.Queue()
+    tty = sys.stdin.isatty()
 
     def pump() -> None:
-        for line in iter(sys.stdin.readline, ""):
-            try:
-                loop.call_soon_threadsafe(queue.put_nowait, line)
-            except RuntimeError:  # the loop is closed: the client is exiting
-                return
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(queue.put_nowait, None)
+        try:
+            while True:
+                for line in iter(sys.stdin.readline, ""):
+                    loop.call_soon_threadsafe(queue.put_nowait, line)
+                loop.call_soon_threadsafe(queue.put_nowait, None)
+                if not tty:
+                    loop.call_soon_threadsafe(queue.put_nowait, None)
+                    return
+        except RuntimeError:  # the loop is closed: the client is exiting
+            return
 
     threading.Thread(target=pump, name="stdin", daemon=True).start()
     return queue
@@ -564,6 +759,8 @@ async def run(
 ) -> int:
     """One client run; ``lines`` feeds keyboard commands (default: stdin when interactive)."""
     out = out or sys.stdout
+    if args.replay is not None:
+        return await replay(args, out)
     client = StackoClient(args.url, args.name)
     try:
         welcome = await client.connect()
@@ -579,7 +776,73 @@ async def run(
     try:
         return await player.run(lines)
     finally:
-        await client.close()
+        await player.client.close()
+
+
+# -- replays ------------------------------------------------------------------------------------
+
+
+def http_base(url: str) -> str:
+    """The server's HTTP root for its WebSocket address: ``ws://H:P/...`` -> ``http://H:P``."""
+    parts = urllib.parse.urlsplit(websocket_url(url))
+    scheme = "https" if parts.scheme == "wss" else "http"
+    return f"{scheme}://{parts.netloc}"
+
+
+def fetch_replay(url: str, game_id: str, timeout: float = 10.0) -> Frame:
+    """``GET /api/games/{id}/replay?seat=all``: a finished game with every step's view."""
+    path = f"/api/games/{urllib.parse.quote(game_id, safe='')}/replay?seat=all"
+    with urllib.request.urlopen(http_base(url) + path, timeout=timeout) as answer:
+        data: Frame = json.loads(answer.read())
+    return data
+
+
+def replay_lines(record: Frame, *, ascii: bool = False) -> list[str]:
+    """A replay as text blocks: a header, the board after each step, and the result."""
+    names: list[str | None] = [None, None]
+    players = []
+    for p in record.get("players", []):
+        seat = p.get("seat")
+        if seat in (0, 1):
+            names[seat] = p.get("name")
+            bot = f", {p['bot']} bot" if p.get("bot") else ""
+            players.append(f"{p.get('name')} (seat {seat}{bot})")
+    options = ", ".join(f"{k}={v}" for k, v in (record.get("options") or {}).items())
+    head = f"game {record.get('id')}: {str(record.get('game')).capitalize()}"
+    out = [f"{head}, {' vs '.join(players)}" + (f"; {options}" if options else "")]
+    steps = record.get("steps", [])
+    for step in steps:
+        who = "" if step.get("seat") is None else f" ({player_name(step['seat'], None, names)})"
+        out.append(
+            f"-- ply {step.get('ply')}{who}: {step.get('text') or 'the deal'}\n"
+            + render_view(step["view"], text=step.get("text") or "", ascii=ascii, names=names)
+        )
+    if steps and steps[-1]["view"].get("outcome") is not None:
+        out.append(f"result: {describe_result(steps[-1]['view'], names)}")
+    elif record.get("result"):
+        out.append(f"result: {record['result']}")
+    return out
+
+
+async def replay(args: argparse.Namespace, out: TextIO) -> int:
+    """``--replay ID``: print a finished game from the server's records, step by step."""
+    try:
+        record = await asyncio.to_thread(fetch_replay, args.url, args.replay)
+    except urllib.error.HTTPError as exc:
+        why = {404: "no finished game with that id", 400: "not a game id"}.get(exc.code, "")
+        out.write(f"error: cannot replay {args.replay}: {why or exc.reason} (HTTP {exc.code})\n")
+        return 2
+    except (OSError, ValueError) as exc:  # refused, unreachable, not JSON ...
+        out.write(f"error: cannot replay {args.replay} from {http_base(args.url)}: {exc}\n")
+        return 2
+    encoding = (getattr(out, "encoding", None) or "").lower()
+    blocks = replay_lines(record, ascii=args.ascii or not encoding.startswith("utf"))
+    for i, block in enumerate(blocks):
+        if i and args.delay:
+            await asyncio.sleep(args.delay)
+        out.write(block + "\n\n" if i < len(blocks) - 1 else block + "\n")
+        out.flush()
+    return 0
 
 
 async def amain(

@@ -22,6 +22,7 @@ It depends on ``websockets`` and ``orjson`` only; nothing from the stacko reposi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any
@@ -33,6 +34,17 @@ from websockets.exceptions import ConnectionClosed
 PROTOCOL = 1
 Frame = dict[str, Any]
 """A decoded frame: a JSON object with a ``type``."""
+
+
+def websocket_url(url: str) -> str:
+    """The WebSocket address of a server given as the page a browser opens: ``http://HOST:PORT/``
+    -> ``ws://HOST:PORT/`` (``https`` -> ``wss``); ``ws://`` and ``wss://`` stay as they are,
+    and a bare ``HOST:PORT`` gets ``ws://``."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return f"ws://{url}"
+    lower = scheme.lower()
+    return {"http": "ws", "https": "wss"}.get(lower, lower) + "://" + rest
 
 
 class ServerError(Exception):
@@ -63,7 +75,7 @@ class StackoClient:
     def __init__(
         self, url: str, name: str = "player", *, token: str | None = None, timeout: float = 10.0
     ) -> None:
-        self.url, self.name, self.timeout = url, name, timeout
+        self.url, self.name, self.timeout = websocket_url(url), name, timeout
         self.session: str | None = token
         """The session token; keep it secret, pass it as ``token=`` to come back."""
         self.welcome: Frame | None = None
@@ -98,6 +110,34 @@ class StackoClient:
         self._burst = max(1.0, float(limits.get("burst", 40)) / 2)
         self._tokens = min(self._tokens, self._burst)
         return welcome
+
+    async def reconnect(self, *, give_up_after: float | None = None) -> StackoClient:
+        """A new connection resuming this one's session (PROTOCOL.md "Presence, reconnection
+        and forfeit"): tries again with a growing pause (0.05 s doubling up to 2 s: a restarting
+        server (close 1012) is back in a few seconds) for ``give_up_after`` seconds (default:
+        the ``reconnect_grace_s`` the welcome announced, the time the server holds the seats).
+        Returns the connected client, whose ``welcome["resumed"]`` says whether the seats came
+        back; raises the last connection error when time is up."""
+        if give_up_after is None:
+            limits = (self.welcome or {}).get("limits", {})
+            give_up_after = float(limits.get("reconnect_grace_s", 60.0))
+        loop = asyncio.get_running_loop()
+        give_up, delay = loop.time() + give_up_after, 0.05
+        while True:
+            client = StackoClient(self.url, self.name, token=self.session, timeout=self.timeout)
+            try:
+                await client.connect()
+                return client
+            except asyncio.CancelledError:
+                await client.close()
+                raise
+            except Exception:  # refused, reset, timed out, a fatal error frame ...
+                with contextlib.suppress(Exception):
+                    await client.close()
+                if loop.time() + delay >= give_up:
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(2.0, delay * 2)
 
     async def close(self) -> None:
         """Close normally (1000). A seat stays held for the reconnect grace period."""

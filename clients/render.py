@@ -17,6 +17,8 @@ height and passes; below: whose turn it is, your legal moves grouped by stack, t
 last move in words and, at the end, the outcome.
 
 Like ``clients.client`` it knows only the wire format: no ``engine``, no ``protocol`` import.
+``names`` (the players' names by seat, from the ``joined`` and ``room`` frames' ``info``) put
+names where a seat would otherwise be "opponent" or "seat 1".
 """
 
 from __future__ import annotations
@@ -31,19 +33,29 @@ SEEN = "*"
 HIDDEN = "?"
 
 
-def _names(seat: int | None) -> tuple[str, str]:
-    """(left, right) column owners as the receiver says them."""
-    if seat is None:
-        return "seat 0", "seat 1"
-    return "you", "opponent"
+Names = Sequence[str | None] | None
+"""The players' names by seat (None where unknown)."""
 
 
-def _who(seat: int | None, viewer: int | None) -> str:
+def player_name(seat: int, viewer: int | None, names: Names = None) -> str:
+    """A seat as the receiver reads it: "you", else the player's name, else "opponent" (a
+    player's) or "seat N" (a spectator's). The same name in both seats gets its seat too."""
+    if seat == viewer:
+        return "you"
+    name = names[seat] if names is not None and len(names) == 2 else None
+    if name:
+        return f"{name} (seat {seat})" if names is not None and names[0] == names[1] else name
+    return f"seat {seat}" if viewer is None else "opponent"
+
+
+def _possessive(who: str) -> str:
+    return "your" if who == "you" else f"{who}'s"
+
+
+def _who(seat: int | None, viewer: int | None, names: Names = None) -> str:
     if seat is None:
         return "nobody"
-    if viewer is None:
-        return f"seat {seat}"
-    return "you" if seat == viewer else "opponent"
+    return player_name(seat, viewer, names)
 
 
 def brick_count(view: Mapping[str, Any]) -> int:
@@ -67,17 +79,17 @@ def _cell(brick: int | None, seen: bool, bricks: int, ascii: bool) -> str:
     return f"{mark} {brick:>3} {bar(brick, bricks, ascii=ascii)}".ljust(6 + BAR_WIDTH)
 
 
-def render_towers(view: Mapping[str, Any], *, ascii: bool = False) -> list[str]:
-    """The two towers side by side, top slot first."""
+def render_towers(
+    view: Mapping[str, Any], *, ascii: bool = False, names: Names = None
+) -> list[str]:
+    """The two towers side by side, top slot first, each headed by its player."""
     seat = view["seat"]
     left = seat if seat is not None else 0
     right = 1 - left
     towers: Sequence[Sequence[int | None]] = view["towers"]
     seen: Sequence[Sequence[bool]] = view["seen"]
     bricks = brick_count(view)
-    lname, rname = _names(seat)
-    head_l = f"{lname} (seat {left})" if seat is not None else lname
-    head_r = f"{rname} (seat {right})" if seat is not None else rname
+    head_l, head_r = (_head(s, seat, names) for s in (left, right))
     lines = [f"slot  {head_l:<{6 + BAR_WIDTH}}   {head_r}"]
     for i in reversed(range(len(towers[left]))):
         a = _cell(towers[left][i], seen[left][i], bricks, ascii)
@@ -86,14 +98,20 @@ def render_towers(view: Mapping[str, Any], *, ascii: bool = False) -> list[str]:
     return lines
 
 
-def _scores(view: Mapping[str, Any], scores: Sequence[int]) -> str:
+def _head(seat: int, viewer: int | None, names: Names) -> str:
+    """A column's heading: "you (seat 0)", "Bob (seat 1)"."""
+    who = player_name(seat, viewer, names)
+    return who if who.endswith(f"(seat {seat})") else f"{who} (seat {seat})"
+
+
+def _scores(view: Mapping[str, Any], scores: Sequence[int], names: Names = None) -> str:
     seat = view["seat"]
-    if seat is None:
-        return f"seat 0 {scores[0]} : {scores[1]} seat 1"
-    return f"you {scores[seat]} : {scores[1 - seat]} opponent"
+    left = seat if seat is not None else 0
+    a, b = (player_name(s, seat, names) for s in (left, 1 - left))
+    return f"{a} {scores[left]} : {scores[1 - left]} {b}"
 
 
-def describe_result(view: Mapping[str, Any]) -> str:
+def describe_result(view: Mapping[str, Any], names: Names = None) -> str:
     """The outcome from the receiver's side: "you won 65:60 (completed)"; your score first."""
     outcome = view["outcome"]
     if outcome is None:
@@ -106,21 +124,21 @@ def describe_result(view: Mapping[str, Any]) -> str:
     if winner is None:
         verdict = "draw"
     elif seat is None:
-        verdict = f"seat {winner} won"
+        verdict = f"{player_name(winner, None, names)} won"
     else:
         verdict = "you won" if winner == seat else "you lost"
     return f"{verdict} {a}:{b} ({outcome['termination']})"
 
 
-def _turn_line(view: Mapping[str, Any]) -> str:
+def _turn_line(view: Mapping[str, Any], names: Names = None) -> str:
     seat, to_move, phase = view["seat"], view["to_move"], view["phase"]
     if phase == "over" or to_move is None:
-        return "game over: " + describe_result(view)
+        return "game over: " + describe_result(view, names)
     if seat is not None and to_move == seat:
         if phase == "drawn":
             return f"your turn: place the drawn {view['drawn']} (p SLOT) or pass it (pass)"
         return f"your turn: take the open {view['discard'][-1]} (t SLOT) or draw (d)"
-    who = "opponent's" if seat is not None else f"seat {to_move}'s"
+    who = _possessive(player_name(to_move, seat, names))
     holding = ", holding a drawn brick" if view["holding"] else ""
     return f"{who} turn{holding}"
 
@@ -142,18 +160,21 @@ def render_view(
     room: str | None = None,
     ascii: bool = False,
     legal: Sequence[Mapping[str, Any]] | None = None,
+    names: Names = None,
 ) -> str:
     """A ``view`` object (PROTOCOL.md "State frames") as lines of text: Stacko, or Stakko when
     ``view["game"]`` says so (``legal``, the frame's legal moves, is shown for Stakko)."""
     if view.get("game") == "stakko":
-        return render_stakko_view(view, text=text, clock=clock, room=room, ascii=ascii, legal=legal)
+        return render_stakko_view(
+            view, text=text, clock=clock, room=room, ascii=ascii, legal=legal, names=names
+        )
     dot = "-" if ascii else "\u00b7"
     cap = f"/{view['turn_cap']}" if view["turn_cap"] is not None else ""
     head = [f"Stacko {dot} round {view['round']} of {view['rounds']}"]
     if room:
         head.insert(0, f"room {room}")
     head.append(f"turn {view['turns']}{cap} {dot} ply {view['ply']}")
-    lines = [f" {dot} ".join(head), *render_towers(view, ascii=ascii)]
+    lines = [f" {dot} ".join(head), *render_towers(view, ascii=ascii, names=names)]
     discard = view["discard"]
     lines.append(
         f"open brick {discard[-1] if discard else '-'} {dot} draw stack {view['stack']}"
@@ -161,21 +182,21 @@ def render_view(
     )
     if view["drawn"] is not None:
         lines.append(f"you drew {view['drawn']}")
-    turn = _turn_line(view)
+    turn = _turn_line(view, names)
     if clock and view["phase"] != "over":
         turn += f" {dot} {clock}"
     lines.append(turn)
-    lines.append("scores " + _scores(view, view["totals"]))
+    lines.append("scores " + _scores(view, view["totals"], names))
     for result in view["results"]:
         finisher = result["finisher"]
         how = (
-            f"{_who(finisher, view['seat'])} finished"
+            f"{_who(finisher, view['seat'], names)} finished"
             if finisher is not None
             else "turn cap reached"
         )
         towers = " / ".join(" ".join(map(str, t)) for t in result["towers"])
         lines.append(
-            f"round {result['round']}: {how}, {_scores(view, result['scores'])}"
+            f"round {result['round']}: {how}, {_scores(view, result['scores'], names)}"
             f" (towers seat 0 / seat 1, bottom to top: {towers})"
         )
     if text:
@@ -185,7 +206,11 @@ def render_view(
 
 
 def render_state(
-    frame: Mapping[str, Any], *, ascii: bool = False, now_ms: int | None = None
+    frame: Mapping[str, Any],
+    *,
+    ascii: bool = False,
+    now_ms: int | None = None,
+    names: Names = None,
 ) -> str:
     """A whole ``state`` frame; ``now_ms`` (epoch ms) counts the clock down from
     ``deadline_ms``, else the frame's ``clock_ms`` is shown."""
@@ -196,6 +221,7 @@ def render_state(
         room=frame.get("room"),
         ascii=ascii,
         legal=frame.get("legal"),
+        names=names,
     )
 
 
@@ -267,10 +293,12 @@ def _stakko_ends(view: Mapping[str, Any]) -> tuple[str, str]:
     return f"White's {word}, Black's goal", f"Black's {word}, White's goal"
 
 
-def _stakko_seat_line(view: Mapping[str, Any], seat: int, dot: str) -> str:
+def _stakko_seat_line(view: Mapping[str, Any], seat: int, dot: str, names: Names) -> str:
     """``White (W) you, seat 0: owns 2 stacks, moves go 2 toward Black's end (stack 8) ...``"""
     viewer = view["seat"]
-    who = f"{_who(seat, viewer)}, seat {seat}" if viewer is not None else f"seat {seat}"
+    who = _head(seat, viewer, names).replace(" (seat", ", seat").rstrip(")")
+    if who == f"seat {seat}, seat {seat}":
+        who = f"seat {seat}"
     owned = view["owned"][seat]
     end = len(view["line"]) - 1 if seat == 0 else 0
     moves = f"a move goes {owned} toward stack {end}" if owned else "nothing to move"
@@ -280,17 +308,16 @@ def _stakko_seat_line(view: Mapping[str, Any], seat: int, dot: str) -> str:
     )
 
 
-def _stakko_turn_line(view: Mapping[str, Any]) -> str:
+def _stakko_turn_line(view: Mapping[str, Any], names: Names) -> str:
     seat, to_move = view["seat"], view["to_move"]
     if view["outcome"] is not None or to_move is None:
-        return "game over: " + describe_result(view)
+        return "game over: " + describe_result(view, names)
     colour = COLOUR_NAMES[to_move]
     if seat is not None and to_move == seat:
         return (
             f"your turn ({colour}): lift discs off a stack of yours: m STACK COUNT or STACKxCOUNT"
         )
-    who = "opponent's" if seat is not None else f"seat {to_move}'s"
-    return f"{who} turn ({colour})"
+    return f"{_possessive(player_name(to_move, seat, names))} turn ({colour})"
 
 
 def render_stakko_view(
@@ -301,6 +328,7 @@ def render_stakko_view(
     room: str | None = None,
     ascii: bool = False,
     legal: Sequence[Mapping[str, Any]] | None = None,
+    names: Names = None,
 ) -> str:
     """A Stakko ``view`` (PROTOCOL.md "The Stakko view") as lines of text: a header, a line per
     seat, then one row per stack (index, discs, owner, discs bottom to top), whose turn it is
@@ -315,18 +343,20 @@ def render_stakko_view(
     if room:
         head.insert(0, f"room {room}")
     lines = [f" {dot} ".join(head)]
-    lines += [_stakko_seat_line(view, s, dot) for s in (0, 1)]
+    lines += [_stakko_seat_line(view, s, dot, names) for s in (0, 1)]
     width = max(len(disc_letters(stack)) for stack in line)
     bottom_top = f"bottom {arrow} top"
-    lines.append(f"stack discs  owner     {bottom_top}")
+    owners = ["-", *(_who(s, view["seat"], names) for s in (0, 1))]
+    column = max(8, *map(len, owners))
+    lines.append(f"stack discs  {'owner':<{column}}  {bottom_top}")
     first, last = _stakko_ends(view)
     for i, stack in enumerate(line):
         owner = stack_owner(stack)
-        who = "-" if owner is None else _who(owner, view["seat"])
+        who = owners[0 if owner is None else owner + 1]
         note = first if i == 0 else last if i == len(line) - 1 else ""
-        row = f"{i:>5} {len(stack):>5}  {who:<8}  {disc_letters(stack):<{width}}"
+        row = f"{i:>5} {len(stack):>5}  {who:<{column}}  {disc_letters(stack):<{width}}"
         lines.append(f"{row}   {note}".rstrip())
-    turn = _stakko_turn_line(view)
+    turn = _stakko_turn_line(view, names)
     if clock and view["outcome"] is None:
         turn += f" {dot} {clock}"
     lines.append(turn)

@@ -3,8 +3,8 @@
 A bot is ``choose(state) -> move``, where ``state`` is one seat's ``State`` (the wire view of
 PROTOCOL.md, the ``legal`` moves, room, seat, ply, the time left) and the move is one of
 ``state.legal``. Either pass a plain function, or subclass ``Bot`` when the bot wants memory
-(``observe``), a say in what happens at the deadline (``fallback``) or the results
-(``game_over``)::
+(``observe``, reset by ``new_game``), a say in what happens at the deadline (``fallback``)
+or the results (``game_over``)::
 
     from clients.sdk import run
 
@@ -18,7 +18,9 @@ The SDK does the protocol so a bot does not have to:
 
 - connects, says ``hello``, and joins: a quick match (``games=N`` of them, one after the
   other, or several at once with ``asyncio.gather`` over one connection), a room by its code,
-  or a room it creates (options, public or private), with rematches for ``games=N``;
+  or a room it creates (options, public or private; ``bot="strong"`` seats one of the
+  server's built-in bots as the opponent), with rematches for ``games=N``; it says what it
+  waits for (``on_status``: ``run`` prints it), so a bot run alone does not sit in silence;
 - sends each move with the ``ply`` of the state it was chosen from, never twice for one
   state; after ``stale_ply`` it waits for the current state and decides again (PROTOCOL.md
   "Ply and stale moves");
@@ -43,6 +45,7 @@ import inspect
 import logging
 import queue
 import random
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -51,7 +54,7 @@ from typing import Any, TypeVar
 
 from clients.bots.base import checked_choice, observe_view
 from clients.bots.registry import make_bot
-from clients.client import Disconnected, Frame, ServerError, StackoClient
+from clients.client import Disconnected, Frame, ServerError, StackoClient, websocket_url
 from clients.wire_views import move_to_wire, options_from_info, view_from_wire
 
 log = logging.getLogger("stacko.sdk")
@@ -189,6 +192,10 @@ class Bot:
     def choose(self, state: State) -> Move | Awaitable[Move]:
         """One of ``state.legal`` (never empty here). May be ``async def``."""
         raise NotImplementedError
+
+    def new_game(self, state: State) -> None:
+        """A game starts (the first deal, or a rematch): ``state`` is its first state, and
+        ``observe`` follows with it. Reset per-game memory here; default: nothing."""
 
     def observe(self, state: State) -> None:
         """Every ``state`` frame of your games, in order, before ``choose`` (if it is your
@@ -353,6 +360,8 @@ class _Room:
     acted_seq: int = -1
     """The seq of the state the last move was sent for: at most one move per state."""
     over: bool = False
+    in_game: bool = False
+    """A game of this room has started and ``new_game`` was called for it."""
     rematch_asked: bool = False
     moves: int = 0
     fallbacks: int = 0
@@ -386,11 +395,14 @@ class BotRunner:
         reconnect: bool = True,
         on_result: Callable[[GameResult], None] | None = None,
         timeout: float = 10.0,
+        on_status: Callable[[str], None] | None = None,
     ) -> None:
         self.bot = as_bot(bot)
-        self.url, self.name, self.timeout = url, name, timeout
+        self.url, self.name, self.timeout = websocket_url(url), name, timeout
         self.margin, self.threaded, self.reconnect = margin, threaded, reconnect
         self.on_result = on_result
+        self.on_status = on_status
+        """Told what the runner waits for, in words ("waiting for an opponent ...")."""
         self.client: StackoClient | None = None
         """The current connection (a new one after each reconnection)."""
         self.welcome: Frame | None = None
@@ -491,13 +503,26 @@ class BotRunner:
             return await self.play_room(code, games=games)
 
     async def create_room(
-        self, game: str = "stacko", *, options: dict[str, Any] | None = None, public: bool = True
+        self,
+        game: str = "stacko",
+        *,
+        options: dict[str, Any] | None = None,
+        public: bool = True,
+        bot: str | None = None,
     ) -> str:
         """Create a room of ``game`` and take seat 0; returns its code. The game starts when
-        someone joins: ``play_room(code)`` plays it."""
+        someone joins, or at once with ``bot`` (a built-in bot's level, e.g. ``"strong"``,
+        takes the other seat): ``play_room(code)`` plays it."""
         client = await self._client()
-        joined = await client.create_room(game, public=public, options=options or {})
-        return str(joined["room"])
+        joined = await client.create_room(game, public=public, options=options or {}, bot=bot)
+        code = str(joined["room"])
+        if bot is None:
+            self._status(f"room {code}: waiting for an opponent (stacko-client --join {code})")
+        return code
+
+    def _status(self, text: str) -> None:
+        if self.on_status is not None:
+            self.on_status(text)
 
     async def create(
         self,
@@ -507,10 +532,11 @@ class BotRunner:
         public: bool = True,
         games: int = 1,
         on_room: Callable[[str], None] | None = None,
+        bot: str | None = None,
     ) -> list[GameResult]:
         """Create a room, tell ``on_room`` its code (to share), and play ``games`` games in
-        it (rematches after the first) once someone joins."""
-        code = await self.create_room(game, options=options, public=public)
+        it (rematches after the first) once someone joins, or against the built-in ``bot``."""
+        code = await self.create_room(game, options=options, public=public, bot=bot)
         if on_room is not None:
             on_room(code)
         return await self.play_room(code, games=games)
@@ -551,6 +577,10 @@ class BotRunner:
                     if answer["type"] == "joined":
                         return str(answer["room"])
                     self._queued = True
+                    self._status(
+                        f"waiting for an opponent for {game} ({answer['waiting']} waiting): "
+                        "start another bot, or take a quick match in the browser"
+                    )
                     break
                 return await pairing
             finally:
@@ -633,24 +663,15 @@ class BotRunner:
             raise ConnectionLost(f"connection closed ({why}); reconnection is off")
         if old.close_reason == "session_replaced":
             raise ConnectionLost("another connection took over this session")
-        limits = (self.welcome or {}).get("limits", {})
-        give_up = time.monotonic() + float(limits.get("reconnect_grace_s", 60.0))
-        delay = 0.05
         log.info("connection closed (%s); resuming the session", why)
-        while True:
-            client = StackoClient(self.url, self.name, token=old.session, timeout=self.timeout)
-            try:
-                welcome = await client.connect()
-                break
-            except asyncio.CancelledError:
-                await _quietly_close(client)
-                raise
-            except Exception as exc:  # refused, reset, timed out, a fatal error frame ...
-                await _quietly_close(client)
-                if time.monotonic() + delay >= give_up:
-                    raise ConnectionLost(f"could not reconnect to {self.url}: {exc}") from exc
-                await asyncio.sleep(delay)
-                delay = min(2.0, delay * 2)
+        self._status(f"connection closed ({why}); resuming the session")
+        limits = (self.welcome or {}).get("limits", {})
+        try:
+            client = await old.reconnect(give_up_after=float(limits.get("reconnect_grace_s", 60.0)))
+        except Exception as exc:
+            raise ConnectionLost(f"could not reconnect to {self.url}: {exc}") from exc
+        welcome = client.welcome
+        assert welcome is not None
         held = set(welcome["rooms"])
         if not welcome["resumed"]:
             await _quietly_close(client)
@@ -738,6 +759,9 @@ class BotRunner:
             room.code, view["game"], room.seat, view, legal, room.options,
             int(frame["seq"]), deadline, frame,
         )  # fmt: skip
+        if not room.in_game and view["outcome"] is None:
+            room.in_game = True
+            self._call(room, lambda: self.bot.new_game(state))
         self._observe(room, state)
         if view["outcome"] is not None:
             return await self._game_over(room, state)
@@ -753,10 +777,15 @@ class BotRunner:
         return False
 
     def _observe(self, room: _Room, state: State) -> None:
+        self._call(room, lambda: self.bot.observe(state))
+
+    def _call(self, room: _Room, hook: Callable[[], None]) -> None:
+        """A bot hook in the room's order (its thread, if it has one); a failure stops the
+        room at its next state."""
         if room.worker is None:
-            self.bot.observe(state)
+            hook()
             return
-        future = room.worker.submit(lambda: self.bot.observe(state))
+        future = room.worker.submit(hook)
 
         def check(f: asyncio.Future[None]) -> None:
             if not f.cancelled() and f.exception() is not None:
@@ -820,7 +849,7 @@ class BotRunner:
     async def _game_over(self, room: _Room, state: State) -> bool:
         if room.over:
             return False  # the final state again (after a resume)
-        room.over = True
+        room.over, room.in_game = True, False
         outcome = state.view["outcome"]
         result = GameResult(
             room.code, state.game, room.seat, outcome["termination"], outcome["winner"],
@@ -873,35 +902,51 @@ async def _quietly_close(client: StackoClient) -> None:
 
 
 async def play(
-    bot: Bot | ChooseFn,
+    player: Bot | ChooseFn,
+    /,
     url: str = DEFAULT_URL,
     *,
     name: str = "bot",
     game: str = "stacko",
     join: str | None = None,
     create: bool = False,
+    bot: str | None = None,
     options: dict[str, Any] | None = None,
     public: bool = True,
     games: int = 1,
     on_room: Callable[[str], None] | None = None,
     on_result: Callable[[GameResult], None] | None = None,
+    on_status: Callable[[str], None] | None = None,
     margin: float | None = None,
     threaded: bool = True,
 ) -> list[GameResult]:
     """Connect, play ``games`` games and return their results: in room ``join``, in a room
-    of its own (``create``, whose code goes to ``on_room``), or by quick match (default)."""
+    of its own (``create``, whose code goes to ``on_room``), against a built-in bot
+    (``bot="strong"``: a room of its own where that bot takes the other seat), or by
+    quick match (default). ``on_status`` hears what it waits for ("waiting for an
+    opponent ...")."""
+    if bot is not None and join is not None:
+        raise ValueError("bot= creates a room with a built-in bot; it cannot go with join=")
     async with BotRunner(
-        bot, url, name=name, margin=margin, threaded=threaded, on_result=on_result
-    ) as runner:
+        player, url, name=name, margin=margin, threaded=threaded, on_result=on_result,
+        on_status=on_status,
+    ) as runner:  # fmt: skip
         if join is not None:
             return await runner.join(join, games=games)
-        if create:
+        if create or bot is not None:
             return await runner.create(
-                game, options=options, public=public, games=games, on_room=on_room
+                game, options=options, public=public, games=games, on_room=on_room, bot=bot
             )
         return await runner.quick_match(game, games=games)
 
 
-def run(bot: Bot | ChooseFn, url: str = DEFAULT_URL, **kwargs: Any) -> list[GameResult]:
-    """``play`` for scripts: runs its own event loop (``asyncio.run``)."""
-    return asyncio.run(play(bot, url, **kwargs))
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def run(player: Bot | ChooseFn, /, url: str = DEFAULT_URL, **kwargs: Any) -> list[GameResult]:
+    """``play`` for scripts: runs its own event loop (``asyncio.run``) and, unless
+    ``on_status`` says otherwise, prints what it waits for on stderr ("waiting for an
+    opponent for stacko ..."), so a bot run alone does not sit in silence."""
+    kwargs.setdefault("on_status", _say)
+    return asyncio.run(play(player, url, **kwargs))

@@ -60,9 +60,11 @@ def state(
     clock_ms: int | None,
     id: RequestId = None,
     note: str = "",
+    names: tuple[str, ...] = (),
 ) -> bytes:
-    """One receiver's state frame, from that receiver's view only."""
-    text = codec.describe(view)
+    """One receiver's state frame, from that receiver's view only; ``names`` (by seat) go
+    into its ``text``."""
+    text = codec.describe(view, names)
     if note:
         text = f"{note}; {text}" if text else note
     return orjson.dumps(

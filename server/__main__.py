@@ -28,7 +28,11 @@ async def run(config: ServerConfig) -> None:
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(f"stacko server on {server.url} (Ctrl-C to stop)", flush=True)
+    print(
+        f"stacko server on {server.http_url} (open it in a browser; clients and bots connect"
+        f" to {server.url}); Ctrl-C stops it",
+        flush=True,
+    )
     await stop.wait()
     logging.getLogger("stacko.server").info("shutting down")
     await server.shutdown()

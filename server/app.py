@@ -89,6 +89,16 @@ class Server:
     def url(self) -> str:
         return f"ws://{self.config.host}:{self.port}/"
 
+    @property
+    def http_url(self) -> str:
+        """The address to open in a browser (the web client); a wildcard host is this
+        machine's loopback."""
+        host = self.config.host
+        host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(host, host)
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}/"
+
     async def start(self) -> None:
         cfg = self.config
         if self.bot_pool is not None and not self._pool_held:
@@ -104,7 +114,7 @@ class Server:
             server_header="stacko", create_connection=DirectServerConnection,
         )  # fmt: skip
         self.port = self._ws.sockets[0].getsockname()[1] if self._ws.sockets else cfg.port
-        log.info("stacko server listening on %s", self.url)
+        log.info("stacko server listening on %s; web client at %s", self.url, self.http_url)
 
     async def shutdown(self) -> None:
         for conn in list(self.connections):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal, Protocol
 
-from engine.errors import IllegalMoveError
+from engine.errors import IllegalMoveError, IllegalReason
 from engine.game import GameSpec, GameState
 from engine.outcome import Termination
 from protocol import frames
@@ -155,6 +155,14 @@ class Room:
                 return s
         return None
 
+    def name(self, seat: int) -> str:
+        """The name texts give a seat ("Bob"; "seat 1" while it is empty)."""
+        player = self.players[seat]
+        return player.name if player is not None else f"seat {seat}"
+
+    def names(self) -> tuple[str, ...]:
+        return (self.name(0), self.name(1))
+
     def free_seat(self) -> int | None:
         return next((s for s, p in enumerate(self.players) if p is None), None)
 
@@ -191,10 +199,11 @@ class Room:
         """A player leaves: a game in progress is lost (abandoned); a waiting seat is freed."""
         self._cancel_forfeit(seat)
         if self.status == "playing":
-            self._end(seat, Termination.ABANDONED, f"seat {seat} left")
+            self._end(seat, Termination.ABANDONED, f"{self.name(seat)} left")
+        name = self.name(seat)
         self.players[seat] = None
         self.rematch.discard(seat)
-        self._room_update(f"seat {seat} left")
+        self._room_update(f"{name} left")
         self._check_empty()
 
     def dropped(self, seat: int) -> None:
@@ -208,7 +217,7 @@ class Room:
         self._forfeit_timers[seat] = self.hooks.clock.call_at(
             player.gone_at + grace, lambda: self._grace_over(seat)
         )
-        self._room_update(f"seat {seat} disconnected")
+        self._room_update(f"{self.name(seat)} disconnected")
 
     def returned(self, seat: int, peer: Peer, request_id: frames.RequestId = None) -> None:
         """The player's session came back on a new connection: seat and full view restored."""
@@ -221,7 +230,7 @@ class Room:
         peer.send(self.joined_frame(seat, request_id))
         if self.game is not None:
             peer.send(self._frame_for(seat))
-        self._room_update(f"seat {seat} reconnected", skip=seat)
+        self._room_update(f"{self.name(seat)} reconnected", skip=seat)
 
     def _grace_over(self, seat: int) -> None:
         self._forfeit_timers.pop(seat, None)
@@ -229,12 +238,12 @@ class Room:
         if player is None or player.peer is not None:
             return
         if self.status == "playing":
-            self._end(seat, Termination.ABANDONED, f"seat {seat} did not come back in time")
+            self._end(seat, Termination.ABANDONED, f"{player.name} did not come back in time")
         self.players[seat] = None
         self.rematch.discard(seat)
         if player.session is not None:
             player.session.rooms.pop(self.code, None)
-        self._room_update(f"seat {seat} is gone")
+        self._room_update(f"{player.name} is gone")
         self._check_empty()
 
     def _cancel_forfeit(self, seat: int) -> None:
@@ -281,7 +290,10 @@ class Room:
         try:
             game.apply(self.codec.move_from_wire(wire_move), seat)
         except IllegalMoveError as exc:
-            raise ProtocolError(to_error_code(exc.reason), exc.message) from None
+            message = exc.message
+            if exc.reason is IllegalReason.NOT_YOUR_TURN and game.to_move is not None:
+                message = f"it is {self.name(game.to_move)}'s turn"  # a name, not a seat
+            raise ProtocolError(to_error_code(exc.reason), message) from None
         self._changed(request=(seat, request_id))
 
     def resign(self, seat: int, request_id: frames.RequestId) -> None:
@@ -298,7 +310,7 @@ class Room:
             if p is not None and p.bot is not None:
                 self.rematch.add(s)  # bots always agree
         if len(self.rematch) < 2:
-            self._room_update(f"seat {seat} asks for a rematch")
+            self._room_update(f"{self.name(seat)} asks for a rematch")
             return
         # Seats swap so that the other player moves first this time.
         self.players.reverse()
@@ -385,11 +397,11 @@ class Room:
         seat = game.to_move
         self.expiries[seat] += 1
         if self.expiries[seat] >= self.hooks.max_expiries:
-            self._end(seat, Termination.TIMEOUT, f"seat {seat} ran out of time too often")
+            self._end(seat, Termination.TIMEOUT, f"{self.name(seat)} ran out of time too often")
             return
         for move in game.timeout_moves():
             game.apply(move, seat)
-        self._changed(note=f"seat {seat}'s clock ran out")
+        self._changed(note=f"{self.name(seat)}'s clock ran out")
 
     def _bot_turn(self, seat: int, ply: int) -> None:
         """Ask the thinker for the bot's move; the room plays on: a timer plays the fallback
@@ -505,6 +517,7 @@ class Room:
         return frames.state(
             self.codec, self.game.view(seat), room=self.code, seq=self.seq,
             deadline_ms=deadline_ms, clock_ms=clock_ms, id=request_id, note=note,
+            names=self.names(),
         )  # fmt: skip
 
     def send_state(self, peer: Peer, seat: int | None, request_id: frames.RequestId = None) -> None:
@@ -529,7 +542,7 @@ class Room:
 
     def announce_join(self, seat: int) -> None:
         """Tell the others a player took ``seat`` (before the game it completes starts)."""
-        self._room_update(f"seat {seat} joined", skip=seat, starting=self.ready())
+        self._room_update(f"{self.name(seat)} joined", skip=seat, starting=self.ready())
 
     def _room_update(self, text: str, skip: int | None = None, *, starting: bool = False) -> None:
         now = self.hooks.clock.time()

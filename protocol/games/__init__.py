@@ -30,7 +30,8 @@ class GameCodec:
     """The ``view`` object of a state frame, in any form ``orjson`` encodes to it (tuples for
     arrays: the per-move path does not copy them into lists)."""
     legal_to_wire: Callable[[Any], list[dict[str, Any]] | None]
-    describe: Callable[[Any], str]
+    describe: Callable[[Any, tuple[str, ...]], str]
+    """A view's events in words for its receiver, with the players' names by seat."""
     view_from_wire: Callable[[Any, Any], Any]
     """A frame's ``view`` (and the room's engine options) -> the engine view it was built
     from: what a client or bot that reasons with the engine rebuilds."""

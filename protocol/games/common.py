@@ -35,11 +35,19 @@ def pair(x: Sequence[int]) -> tuple[int, int]:
     return (x[0], x[1])
 
 
-def who(seat: int, viewer: int | None) -> str:
-    """A seat as the receiver reads it: "you", "opponent", or "seat N" for spectators."""
-    if viewer is None:
-        return f"seat {seat}"
-    return "you" if seat == viewer else "opponent"
+Names = Sequence[str]
+"""The players' names by seat, as the room knows them (empty: unknown)."""
+
+
+def who(seat: int, viewer: int | None, names: Names = ()) -> str:
+    """A seat as the receiver reads it: "you", else the player's name ("Bob"); with the same
+    name in both seats, "Bob (seat 1)"; without names, "opponent" or "seat N"."""
+    if seat == viewer:
+        return "you"
+    if len(names) == 2 and names[seat]:
+        name = names[seat]
+        return f"{name} (seat {seat})" if names[0] == names[1] else name
+    return f"seat {seat}" if viewer is None else "opponent"
 
 
 def score_text(scores: Sequence[int], viewer: int | None) -> str:
@@ -50,6 +58,6 @@ def score_text(scores: Sequence[int], viewer: int | None) -> str:
     return f"{scores[viewer]}:{scores[1 - viewer]}"
 
 
-def outcome_text(o: Outcome, viewer: int | None) -> str:
-    won = "draw" if o.winner is None else f"{who(o.winner, viewer)} won"
+def outcome_text(o: Outcome, viewer: int | None, names: Names = ()) -> str:
+    won = "draw" if o.winner is None else f"{who(o.winner, viewer, names)} won"
     return f"game over ({o.termination.value}): {won} {score_text(o.scores, viewer)}"

@@ -27,7 +27,7 @@ from engine.stacko import (
     Took,
 )
 from engine.stacko_view import StackoView
-from protocol.games.common import outcome_text, outcome_to_wire, score_text, who
+from protocol.games.common import Names, outcome_text, outcome_to_wire, score_text, who
 
 
 def move_to_wire(move: Move) -> dict[str, Any]:
@@ -156,46 +156,44 @@ def legal_json(v: StackoView) -> orjson.Fragment | None:
     return _legal_wire(v.legal_moves())[2] if v.my_turn else None
 
 
-def _drew_text(e: Drew, viewer: int | None) -> str:
-    name = who(e.seat, viewer)
+def _drew_text(e: Drew, viewer: int | None, names: Names) -> str:
+    name = who(e.seat, viewer, names)
     return f"{name} drew {e.brick}" if e.brick is not None else f"{name} drew"
 
 
-def _took_text(e: Took, viewer: int | None) -> str:
-    return (
-        f"{who(e.seat, viewer)} took the open {e.brick} into slot {e.slot}, discarding {e.removed}"
-    )
+def _took_text(e: Took, viewer: int | None, names: Names) -> str:
+    name = who(e.seat, viewer, names)
+    return f"{name} took the open {e.brick} into slot {e.slot}, discarding {e.removed}"
 
 
-def _placed_text(e: Placed, viewer: int | None) -> str:
-    return (
-        f"{who(e.seat, viewer)} drew and placed {e.brick} in slot {e.slot}, discarding {e.removed}"
-    )
+def _placed_text(e: Placed, viewer: int | None, names: Names) -> str:
+    name = who(e.seat, viewer, names)
+    return f"{name} drew and placed {e.brick} in slot {e.slot}, discarding {e.removed}"
 
 
-def _passed_text(e: Passed, viewer: int | None) -> str:
-    return f"{who(e.seat, viewer)} drew and passed {e.brick}"
+def _passed_text(e: Passed, viewer: int | None, names: Names) -> str:
+    return f"{who(e.seat, viewer, names)} drew and passed {e.brick}"
 
 
-def _reshuffled_text(e: Reshuffled, viewer: int | None) -> str:
+def _reshuffled_text(e: Reshuffled, viewer: int | None, names: Names) -> str:
     return f"the discard pile was shuffled into a new draw stack of {e.stack_size}"
 
 
-def _round_ended_text(e: RoundEnded, viewer: int | None) -> str:
+def _round_ended_text(e: RoundEnded, viewer: int | None, names: Names) -> str:
     r = e.result
     how = (
-        f"{who(r.finisher, viewer)} finished the tower"
+        f"{who(r.finisher, viewer, names)} finished the tower"
         if r.finisher is not None
         else "the turn cap was reached"
     )
     return f"round {r.round} over: {how}; scores {score_text(r.scores, viewer)}"
 
 
-def _game_ended_text(e: GameEnded, viewer: int | None) -> str:
-    return outcome_text(e.outcome, viewer)
+def _game_ended_text(e: GameEnded, viewer: int | None, names: Names) -> str:
+    return outcome_text(e.outcome, viewer, names)
 
 
-_TEXTS: dict[type, Callable[[Any, int | None], str]] = {
+_TEXTS: dict[type, Callable[[Any, int | None, Names], str]] = {
     Drew: _drew_text,
     Took: _took_text,
     Placed: _placed_text,
@@ -206,7 +204,8 @@ _TEXTS: dict[type, Callable[[Any, int | None], str]] = {
 }
 
 
-def describe(v: StackoView) -> str:
-    """The last action in words, from the receiver's point of view ("opponent drew and passed
-    17"); built from the filtered events, so it cannot name a hidden brick."""
-    return "; ".join([_TEXTS[type(e)](e, v.seat) for e in v.events])
+def describe(v: StackoView, names: Names = ()) -> str:
+    """The last action in words, from the receiver's point of view, with the players' names
+    (``names`` by seat: "Bob drew and passed 17", "you took ..."); built from the filtered
+    events, so it cannot name a hidden brick."""
+    return "; ".join([_TEXTS[type(e)](e, v.seat, names) for e in v.events])

@@ -22,6 +22,7 @@ from engine.stakko import (
     move,
 )
 from protocol.games.common import (
+    Names,
     OutcomeModel,
     WireModel,
     outcome_from_wire,
@@ -173,20 +174,21 @@ def legal_to_wire(v: StakkoView) -> list[dict[str, Any]] | None:
     return [move_to_wire(m) for m in v.legal_moves()] if v.my_turn else None
 
 
-def describe(v: StakkoView) -> str:
-    """The last move in words, from the receiver's point of view."""
+def describe(v: StakkoView, names: Names = ()) -> str:
+    """The last move in words, from the receiver's point of view, with the players' names
+    (``names`` by seat: "Bob moved 2 discs ...", "you moved ...")."""
     parts: list[str] = []
     for e in v.events:
         if isinstance(e, Moved):
             gone = "; its space left the line" if e.closed else ""
             parts.append(
-                f"{who(e.seat, v.seat)} moved {e.count} disc{'s' if e.count > 1 else ''}"
+                f"{who(e.seat, v.seat, names)} moved {e.count} disc{'s' if e.count > 1 else ''}"
                 f" from stack {e.stack} onto stack {e.target}{gone}"
             )
         elif isinstance(e, Passed):
-            parts.append(f"{who(e.seat, v.seat)} cannot move and passes")
+            parts.append(f"{who(e.seat, v.seat, names)} cannot move and passes")
         elif isinstance(e, GameEnded):
-            parts.append(outcome_text(e.outcome, v.seat))
+            parts.append(outcome_text(e.outcome, v.seat, names))
     return "; ".join(parts)
 
 

@@ -168,7 +168,10 @@ async def test_create_join_rematch_and_spectator(make_server: MakeServer) -> Non
     options = ["--option", "turn_cap=24", "--option", "rounds=1"]
     async with asyncio.timeout(60):
         first = asyncio.create_task(
-            amain([srv.url, "--create", *options, "--auto", "--seed", "1", *games], out=creator)
+            amain(
+                [srv.url, "--create", *options, "--auto", "--seed", "1", "--name", "ann", *games],
+                out=creator,
+            )
         )
         code = (await wait_for_line(creator, r"^room: (\w+)$"))[1]
         assert f"--join {code}" in creator.getvalue()
@@ -176,7 +179,9 @@ async def test_create_join_rematch_and_spectator(make_server: MakeServer) -> Non
             amain([srv.url, "--join", code, "--spectate", "--auto", *games], out=watcher)
         )
         await wait_for_line(watcher, rf"^joined room {code} as spectator")
-        second = amain([srv.url, "--join", code, "--auto", "--seed", "2", *games], out=joiner)
+        second = amain(
+            [srv.url, "--join", code, "--auto", "--seed", "2", "--name", "bob", *games], out=joiner
+        )
         codes = list(await asyncio.gather(first, second, watch))
     assert codes == [0, 0, 0], [o.getvalue()[-500:] for o in (creator, joiner, watcher)]
     for out in (creator, joiner):
@@ -184,7 +189,7 @@ async def test_create_join_rematch_and_spectator(make_server: MakeServer) -> Non
         assert "rate_limited" not in out.getvalue()
     seats = re.findall(r"^joined room \w+ as seat (\d)", creator.getvalue(), re.MULTILINE)
     assert seats == ["0", "1"]  # the rematch swaps the seats
-    one = r"(seat [01] won|draw) \d+:\d+ \(completed\)"
+    one = r"((ann|bob) won|draw) \d+:\d+ \(completed\)"  # names, not seats
     assert re.match(rf"^result: 2 games watched: {one}; {one}$", last_line(watcher))
 
 
@@ -247,9 +252,9 @@ async def test_interactive_session_through_stdin(make_server: MakeServer) -> Non
         async with asyncio.timeout(60):
             code = (await keys.expect(r"^room: (\w+)$"))[1]
             opponent = asyncio.create_task(
-                amain([srv.url, "--join", code, "--auto", "--seed", "5"], out=bob)
+                amain([srv.url, "--join", code, "--auto", "--seed", "5", "--name", "bob"], out=bob)
             )
-            await keys.expect(r"^slot  you \(seat 0\) +opponent \(seat 1\)$")
+            await keys.expect(r"^slot  you \(seat 0\) +bob \(seat 1\)$")  # names, not seats
             await keys.expect(r"^your turn: take the open \d+ \(t SLOT\) or draw \(d\)")
             await keys.expect(r"^your move")
             await keys.type("p 3")  # not before a draw
@@ -261,8 +266,19 @@ async def test_interactive_session_through_stdin(make_server: MakeServer) -> Non
             await keys.expect(r"^your turn: place the drawn \d+ \(p SLOT\) or pass it")
             await keys.type("pass")
             await keys.expect(rf"^last: you drew and passed {drawn}$")
-            await keys.expect(r"^last: opponent ")  # the auto opponent answers
+            await keys.expect(r"^last: bob ")  # the auto opponent answers
+            await keys.type("q")  # a game in progress: asked first
+            await keys.expect(r"^leaving loses the game in progress against bob: q again")
+            await keys.type("b")
+            await keys.expect(r"^not leaving: play on$")
+            await keys.expect(r"^slot  you")  # ... and the line is still a command
             await keys.type("r")
+            await keys.expect(r"^resign, and lose the game against bob\? r again")
+            await keys.type("n")
+            await keys.expect(r"^not resigning: play on$")
+            await keys.type("r")
+            await keys.expect(r"^resign, and lose the game against bob\? r again")
+            await keys.type("y")
             await keys.expect(r"^result: you lost \d+:\d+ \(resignation\)$")
             assert await opponent == 0
             assert re.match(r"^result: you won \d+:\d+ \(resignation\)$", last_line(bob))

@@ -347,7 +347,10 @@ async def test_two_auto_clients_quick_match_stakko(server: Server) -> None:
     argv = [server.url, "--quick-match", "--game", "stakko", "--auto"]
     async with asyncio.timeout(60):
         codes = await asyncio.gather(
-            *(amain([*argv, "--seed", str(i)], out=out) for i, out in enumerate(outs))
+            *(
+                amain([*argv, "--seed", str(i), "--name", ("ann", "bob")[i]], out=out)
+                for i, out in enumerate(outs)
+            )
         )
     assert codes == [0, 0], [o.getvalue()[-500:] for o in outs]
     check_pair(last_line(outs[0]), last_line(outs[1]))
@@ -359,7 +362,7 @@ async def test_two_auto_clients_quick_match_stakko(server: Server) -> None:
             text,
             re.M,
         )
-        assert re.search(r"^\[\w+ ply \d+\] (you|opponent) moved \d+ discs? from stack", text, re.M)
+        assert re.search(r"^\[\w+ ply \d+\] (you|ann|bob) moved \d+ discs? from stack", text, re.M)
 
 
 async def test_keyboard_session_plays_stakko(server: Server) -> None:
@@ -370,7 +373,7 @@ async def test_keyboard_session_plays_stakko(server: Server) -> None:
         async with asyncio.timeout(60):
             code = (await keys.expect(r"^room: (\w+)$"))[1]
             opponent = asyncio.create_task(
-                amain([server.url, "--join", code, "--auto", "--seed", "5"], out=bob)
+                amain([server.url, "--join", code, "--auto", "--seed", "5", "--name", "bob"], bob)
             )
             await keys.expect(r"^joined room \w+ as seat 0: Stakko, basic variant, you play White$")
             await keys.expect(r"^ +0 +10  you +R W W W W W W W W W +White's home")
@@ -397,11 +400,13 @@ async def test_keyboard_session_plays_stakko(server: Server) -> None:
             await keys.expect(r"^last: you moved 3 discs from stack 0 onto stack 1$")
             await keys.expect(r"^your moves: 0x1\.\.6 onto 2; 1x1\.\.3 onto 3$")
             # Black owned one stack, so its move could only land on stack 7
-            await keys.expect(r"^last: opponent moved \d+ discs? from stack 8 onto stack 7$")
+            await keys.expect(r"^last: bob moved \d+ discs? from stack 8 onto stack 7$")
             await keys.type("m 1 3")
             await keys.expect(r"^ +3 +4  you +G W W W$")
             await keys.expect(r"^last: you moved 3 discs from stack 1 onto stack 3$")
-            await keys.expect(r"^last: opponent moved")
+            await keys.expect(r"^last: bob moved")
+            await keys.type("r")
+            await keys.expect(r"^resign, and lose the game against bob\? r again")
             await keys.type("r")
             await keys.expect(r"^result: you lost 0:0 \(resignation\)$")
             assert await opponent == 0

@@ -407,13 +407,14 @@ async def test_an_illegal_move_is_a_bot_error(make_server: MakeServer) -> None:
 # -- the README's example bot ----------------------------------------------------------------
 
 
-def readme_bot() -> str:
-    """The first python block of README.md's "Write a bot" section."""
+def readme_bot(which: int = 0) -> str:
+    """A python block of README.md's "Write a bot" section: the first (Stacko), the second
+    (Stakko)."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     section = text.split("\n## Write a bot\n", 1)[1].split("\n## ", 1)[0]
-    found = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert found, "README.md: no python block under 'Write a bot'"
-    return found.group(1)
+    found = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    assert len(found) > which, "README.md: python blocks missing under 'Write a bot'"
+    return str(found[which])
 
 
 RESULT_LINE = re.compile(
@@ -432,6 +433,10 @@ async def test_readme_example_bot_plays_a_game(make_server: MakeServer, tmp_path
         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
+    assert proc.stderr is not None
+    # Run alone, it says that it waits instead of sitting in silence.
+    said = await asyncio.wait_for(proc.stderr.readline(), 60)
+    assert said.decode().startswith("waiting for an opponent for stacko (1 waiting)"), said
     async with BotRunner(BuiltinBot("stacko", "medium", seed=1), srv.url) as opponent:
         async with asyncio.timeout(120):
             theirs = await opponent.quick_match()
@@ -450,6 +455,26 @@ async def test_readme_example_bot_plays_a_game(make_server: MakeServer, tmp_path
     assert (int(other), int(mine)) == (theirs[0].score, theirs[0].opponent_score)
     assert termination == "completed"
     assert {outcome, theirs[0].outcome} in ({"won", "lost"}, {"draw"})
+
+
+async def test_readme_stakko_bot_plays_the_built_in_bot(
+    make_server: MakeServer, tmp_path: Path
+) -> None:
+    script = tmp_path / "racer.py"
+    script.write_text(readme_bot(1), encoding="utf-8")
+    srv = await make_server()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), srv.url,
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()
+    lines = out.decode().splitlines()
+    assert re.fullmatch(r"room [A-Z0-9]+: playing (White|Black)", lines[0]), lines
+    assert re.fullmatch(r"(won|lost|draw) \d+:\d+ in \d+ moves", lines[1]), lines
+    assert re.fullmatch(r"[01] won of 1", lines[2]), lines
+    assert "waiting" not in err.decode()  # a built-in opponent: nobody to wait for
 
 
 # -- stacko-bot ------------------------------------------------------------------------------

@@ -163,7 +163,7 @@ SERVER_SAMPLES: list[bytes] = [
             "info": INFO,
             "rematch": [0, 1],
             "forfeit_ms": {"1": 59_000},
-            "text": "seat 1 disconnected",
+            "text": "Bob disconnected",
         }
     ),
     _state_frame(0),

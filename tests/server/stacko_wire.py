@@ -291,8 +291,15 @@ def expected_event(e: Any, seat: int | None) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def check_view(frame: dict[str, Any], seat: int | None, game: Stacko, label: str = "") -> None:
-    """A state frame for ``seat`` against the engine state it was built from."""
+def check_view(
+    frame: dict[str, Any],
+    seat: int | None,
+    game: Stacko,
+    label: str = "",
+    names: Iterable[str] = (),
+) -> None:
+    """A state frame for ``seat`` against the engine state it was built from; ``names``, the
+    players' names, are taken out of the text before it is scanned for numbers."""
     v = frame["view"]
     where = f"{label} seat={seat} seq={frame['seq']}"
     assert v["game"] == "stacko"
@@ -367,7 +374,10 @@ def check_view(frame: dict[str, Any], seat: int | None, game: Stacko, label: str
                 assert e["brick"] == v["drawn"], where
         # "removed" / "passed" bricks went face up on the discard pile: public
     legit_text.update(v["totals"])
-    leaked = (ints(frame["text"]) & hidden) - legit_text
+    text = frame["text"]
+    for name in sorted(names, key=len, reverse=True):  # "a2 drew": the 2 is a name's
+        text = text.replace(name, "")
+    leaked = (ints(text) & hidden) - legit_text
     assert not leaked, f"{where}: text {frame['text']!r} names hidden bricks {leaked}"
 
 
@@ -429,6 +439,8 @@ class LeakChecker:
         self.snaps: dict[tuple[str, int], Stacko | Stakko] = {}
         self.tracks: dict[Client, Track] = {}
         self.errors_checked = 0
+        self.names: set[str] = set()
+        """Every player name the harness used (texts carry them)."""
 
     def snap(self, code: str) -> int | None:
         room = self.server.hub.rooms.get(code)
@@ -479,7 +491,8 @@ class LeakChecker:
             if isinstance(game, Stakko):
                 check_stakko_view(frame, track.seats[code], game, c.label)
             else:
-                check_view(frame, track.seats[code], game, c.label)
+                names = self.names | {s.name for s in self.server.hub.sessions.values()}
+                check_view(frame, track.seats[code], game, c.label, names)
             track.last_seq[code] = seq
             track.last_state[code] = frame
             track.states += 1
@@ -636,6 +649,7 @@ class Harness:
     ) -> Client:
         c = await Client.open(self.url, f"{name}#{len(self.clients)}")
         self.clients.append(c)
+        self.checker.names.add(name)
         if hello:
             await c.hello(name, token)
         return c
@@ -666,7 +680,7 @@ class Harness:
         joined = await b.call("join", room=code)
         assert joined["type"] == "joined" and joined["seat"] == 1, joined
         update = await a.expect("room", room=code)
-        assert update["text"] == "seat 1 joined", update
+        assert update["text"] == f"{names[1]} joined", update  # a name, not a seat
         self.snap(code)
         seq = self.server.hub.rooms[code].seq
         sa = await a.expect("state", room=code, seq=seq)

@@ -74,9 +74,13 @@ async def test_sigterm_closes_clients_with_1001(tmp_path):
     try:
         assert proc.stdout is not None
         line = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode()
-        match = re.search(r"stacko server on (ws://127\.0\.0\.1:(\d+)/)", line)
-        assert match, line
-        url, port = match.group(1), int(match.group(2))
+        match = re.fullmatch(
+            r"stacko server on http://127\.0\.0\.1:(\d+)/ \(open it in a browser; clients and"
+            r" bots connect to (ws://127\.0\.0\.1:(\d+)/)\); Ctrl-C stops it\n",
+            line,
+        )
+        assert match and match.group(1) == match.group(3), line  # the browser's address too
+        url, port = match.group(2), int(match.group(1))
         assert port != 0
         assert await http_get(port, "/healthz") == (200, "ok\n")
         clients = [await Client.open(url, f"c{i}") for i in range(2)]
@@ -94,7 +98,8 @@ async def test_sigterm_closes_clients_with_1001(tmp_path):
             await proc.wait()
         stderr.close()
     log = (tmp_path / "stderr.txt").read_text()
-    assert "stacko server listening" in log and "shutting down" in log
+    assert f"stacko server listening on {url}; web client at http://127.0.0.1:{port}/" in log
+    assert "shutting down" in log
     # At the default level (INFO) no line per connection or per HTTP request.
     assert "connection open" not in log and "HTTP response sent" not in log, log
 

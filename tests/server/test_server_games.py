@@ -296,7 +296,7 @@ async def test_joining_tells_the_creator_and_says_the_game_starts(harness):
     assert joined["info"]["status"] == "playing"
     assert [p["name"] for p in joined["info"]["players"]] == ["alice", "bob"]
     update = await a.expect("room", room=code)
-    assert update["text"] == "seat 1 joined" and update["info"]["status"] == "playing"
+    assert update["text"] == "bob joined" and update["info"]["status"] == "playing"
     harness.snap(code)
     for c in (a, b):
         state = await c.expect("state", room=code)
