@@ -33,6 +33,15 @@ class ServerConfig:
     """Event loop: ``asyncio`` or ``uvloop`` (needs ``pip install uvloop``)."""
     gc_interval_s: float = 0.25
     """Seconds between paced garbage collections (``server.gcpacer``); 0: CPython's own."""
+    # -- durability (``server.store``) --
+    database: str = "sqlite"
+    """``sqlite`` (a file in ``data_dir``), ``memory`` (nothing kept), or a PostgreSQL URL."""
+    data_dir: str = ""
+    """Where the SQLite file lives; empty: ``$XDG_DATA_HOME/stacko`` (~/.local/share/stacko)."""
+    sync: str = "normal"
+    """SQLite ``synchronous``: ``normal`` (survives kill -9) or ``full`` (also power loss)."""
+    retain_days: float = 0.0
+    """Finished games older than this are deleted (checked hourly); 0: kept forever."""
 
     @property
     def hard_frame_bytes(self) -> int:
@@ -57,6 +66,12 @@ _HELP = {
     "log_level": "DEBUG, INFO, WARNING or ERROR",
     "loop": "event loop: asyncio, or uvloop if installed (pip install uvloop)",
     "gc_interval_s": "seconds between paced garbage collections (short pauses); 0: Python's own",
+    "database": "where games are kept: sqlite (a file in --data-dir), memory (nothing is "
+    "kept: a restart ends every game), or postgresql://user:pass@host/db",
+    "data_dir": "directory of the SQLite file (local disk; empty: $XDG_DATA_HOME/stacko, "
+    "i.e. ~/.local/share/stacko)",
+    "sync": "SQLite sync: normal (commits survive kill -9) or full (also power loss; slower)",
+    "retain_days": "delete finished games older than this many days (0: keep them forever)",
 }
 
 
@@ -94,4 +109,11 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     ns = parser.parse_args(argv)
     if not 0 <= ns.port <= 65535:
         parser.error(f"--port must be 0..65535, not {ns.port}")
+    if ns.sync not in ("normal", "full"):
+        parser.error(f"--sync must be normal or full, not {ns.sync!r}")
+    db = ns.database
+    if not (db in ("sqlite", "memory") or db.startswith(("postgresql://", "postgres://"))):
+        parser.error(f"--database must be sqlite, memory or a postgresql:// URL, not {db!r}")
+    if ns.retain_days < 0:
+        parser.error("--retain-days must be 0 (keep forever) or more")
     return ServerConfig(**{f.name: getattr(ns, f.name) for f in fields(ServerConfig)})

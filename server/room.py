@@ -59,6 +59,16 @@ class Player:
         return self.bot is not None or self.peer is not None
 
 
+class Recorder(Protocol):
+    """Where a room's changes are recorded before anyone sees them (``server.store.recorder``)."""
+
+    def begin(self, room: Room, rng: random.Random) -> random.Random: ...
+
+    def record(
+        self, room: Room, kind: str, seat: int | None, move: Any, termination: str | None
+    ) -> None: ...
+
+
 @dataclass
 class RoomHooks:
     """What a room needs from its host, injected so the room stays testable alone."""
@@ -69,6 +79,8 @@ class RoomHooks:
     on_empty: Callable[[Room], None]
     max_expiries: int = 3
     reconnect_grace_s: float = 60.0
+    recorder: Recorder | None = None
+    """Records every change before its frames go out (``None``: nothing is recorded)."""
 
 
 @dataclass(eq=False)
@@ -89,6 +101,8 @@ class Room:
     deadline: float | None = None
     _clock_timer: Timer | None = None
     _forfeit_timers: dict[int, Timer] = field(default_factory=dict)
+    record: Any = None
+    """The recorder's handle on the current game's record (``None`` without a store)."""
 
     # -- what the room is -----------------------------------------------------------------
 
@@ -221,10 +235,39 @@ class Room:
 
     def start(self, request: tuple[int, frames.RequestId] | None = None) -> None:
         """Deal a new game with a fresh RNG (the OS source in production) and tell everyone."""
-        self.game = self.spec.new_game(self.options, self.hooks.rng_factory())
+        rng = self.hooks.rng_factory()
+        recorder = self.hooks.recorder
+        if recorder is not None:  # the deal's permutations go into the record
+            rng = recorder.begin(self, rng)
+        self.game = self.spec.new_game(self.options, rng)
         self.rematch.clear()
         self.expiries = [0, 0]
+        self._record("deal", None)
         self._changed(request=request)
+
+    def restore(self, game: GameState, seq: int, expiries: list[int]) -> None:
+        """A game rebuilt from its record after a restart: the side to move gets a whole
+        clock again (the downtime is not charged), bots to move move."""
+        self.game = game
+        self.seq = seq
+        self.expiries = expiries
+        if self.clock_ms is not None and game.outcome() is None:
+            self.deadline = self.hooks.clock.time() + self.clock_ms / 1000
+            self._clock_timer = self.hooks.clock.call_at(self.deadline, self._clock_ran_out)
+        to_move = game.to_move
+        if to_move is not None:
+            player = self.players[to_move]
+            if player is not None and player.bot is not None:
+                ply = game.ply
+                self.hooks.schedule_soon(lambda: self._bot_turn(to_move, ply))
+
+    def _record(
+        self, kind: str, seat: int | None, move: Any = None, termination: str | None = None
+    ) -> None:
+        """Hand the change just applied to the recorder: its frames then wait for the commit."""
+        recorder = self.hooks.recorder
+        if recorder is not None:
+            recorder.record(self, kind, seat, move, termination)
 
     def move(self, seat: int, ply: int, wire_move: Any, request_id: frames.RequestId) -> None:
         """Checks in the order PROTOCOL.md gives; a refused move changes nothing."""
@@ -244,9 +287,11 @@ class Room:
         if not isinstance(wire_move, self.codec.move_model):
             raise ProtocolError(ErrorCode.WRONG_GAME, f"not a {self.spec.title} move")
         try:
-            game.apply(self.codec.move_from_wire(wire_move), seat)
+            move = self.codec.move_from_wire(wire_move)
+            game.apply(move, seat)
         except IllegalMoveError as exc:
             raise ProtocolError(to_error_code(exc.reason), exc.message) from None
+        self._record("move", seat, move)
         self._changed(request=(seat, request_id))
 
     def resign(self, seat: int, request_id: frames.RequestId) -> None:
@@ -300,6 +345,7 @@ class Room:
     ) -> None:
         assert self.game is not None
         self.game.end(loser, termination)
+        self._record("end", loser, None, termination.value)
         self._changed(note=note, request=request)
 
     def _changed(self, note: str = "", request: tuple[int, frames.RequestId] | None = None) -> None:
@@ -349,6 +395,7 @@ class Room:
             return
         for move in game.timeout_moves():
             game.apply(move, seat)
+        self._record("timeout", seat)
         self._changed(note=f"seat {seat}'s clock ran out")
 
     def _bot_turn(self, seat: int, ply: int) -> None:
@@ -365,6 +412,7 @@ class Room:
             log.exception("bot %s failed in room %s", player.bot.name, self.code)
             self._end(seat, Termination.ABANDONED, "the bot failed")
             return
+        self._record("move", seat, move)
         self._changed()
 
     # -- frames -----------------------------------------------------------------------------

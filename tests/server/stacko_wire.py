@@ -585,13 +585,15 @@ class Harness:
         self.rng = random.Random(seed)
 
     @classmethod
-    async def start(cls, seed: int = 1, **config: Any) -> Harness:
+    async def start(cls, seed: int = 1, store: Any = None, **config: Any) -> Harness:
+        """``store``: a ``server.store`` backend (not yet open) to record the games in."""
         config.setdefault("burst", 1_000_000)  # the FakeClock never refills the bucket
         clock = FakeClock()
         deals = random.Random(seed)
         server = Server(
             ServerConfig(port=0, **config), clock=clock,
             rng_factory=lambda: random.Random(deals.getrandbits(64)), bots=({}, None),
+            store=store,
         )  # fmt: skip
         await server.start()
         return cls(server, clock, seed)

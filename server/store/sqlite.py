@@ -1,0 +1,217 @@
+"""The embedded store: one SQLite file, written by one thread with group commit.
+
+Pragmas, set explicitly (Python's defaults, a rollback journal with FULL sync, are 50-100 x
+slower here): ``journal_mode=WAL`` and ``synchronous=NORMAL`` by default (a commit survives a
+crash of the process, kill -9 included; ``--sync full`` adds power loss and OS crashes, at a
+cost). ``wal_autocheckpoint=0`` on the writer: checkpoints run from another connection in
+another thread every second (``PASSIVE``: they never block the writer), off the commit path.
+WAL needs a local file system (not NFS or SMB): the data directory must be local.
+
+The writer thread owns its connection: it blocks for the first change, takes every other
+change already queued, runs them all in one transaction, commits, and hands the newest ticket
+back to the event loop (``call_soon_threadsafe``), which releases the held frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import queue
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from server.store.base import Op, Store, StoreError
+from server.store.schema import MIGRATIONS, VERSION_TABLE, SchemaError, plan
+
+log = logging.getLogger("stacko.store")
+
+FILE_NAME = "stacko.sqlite3"
+CHECKPOINT_INTERVAL_S = 1.0
+
+_STOP = object()
+
+
+def _connect(path: str, sync: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        conn.close()
+        raise StoreError(f"{path}: SQLite could not switch to WAL mode (got {mode!r})")
+    conn.execute(f"PRAGMA synchronous={'FULL' if sync == 'full' else 'NORMAL'}")
+    conn.execute("PRAGMA foreign_keys=OFF")
+    return conn
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the file's schema to ``SCHEMA_VERSION`` (in one transaction); its old version."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(VERSION_TABLE)
+        row = conn.execute("SELECT version FROM schema_version").fetchone()
+        found = None if row is None else int(row[0])
+        steps = plan(found)
+        for version in steps:
+            for sql in MIGRATIONS[version]:
+                conn.execute(sql)
+        if steps:
+            conn.execute("DELETE FROM schema_version")
+            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (steps[-1],))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return found or 0
+
+
+class SQLiteStore(Store):
+    kind = "sqlite"
+
+    def __init__(self, data_dir: str | os.PathLike[str], sync: str = "normal") -> None:
+        super().__init__()
+        self.data_dir = Path(data_dir)
+        self.path = self.data_dir / FILE_NAME
+        self.location = str(self.path)
+        self.sync = sync
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._writer: threading.Thread | None = None
+        self._checkpointer: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._reader: sqlite3.Connection | None = None
+        self._read_lock = threading.Lock()
+
+    async def open(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            writer = _connect(str(self.path), self.sync)
+            migrate(writer)
+            writer.execute("PRAGMA wal_autocheckpoint=0")
+            self._reader = _connect(str(self.path), self.sync)
+            self._reader.execute("SELECT count(*) FROM games").fetchone()
+        except SchemaError as exc:
+            raise StoreError(f"{self.path}: {exc}") from None
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(
+                f"cannot use the data file {self.path}: {exc} (is the directory writable, "
+                "the disk not full, and the file an intact Stacko database?)"
+            ) from None
+        self._writer = threading.Thread(
+            target=self._write_loop, args=(writer,), name="stacko-store-writer", daemon=True
+        )
+        self._writer.start()
+        self._checkpointer = threading.Thread(
+            target=self._checkpoint_loop, name="stacko-store-checkpoint", daemon=True
+        )
+        self._checkpointer.start()
+        log.info("store: SQLite %s (WAL, synchronous=%s)", self.path, self.sync.upper())
+
+    def _enqueue(self, ticket: int, ops: list[Op]) -> None:
+        self._queue.put((ticket, ops))
+
+    def _write_loop(self, conn: sqlite3.Connection) -> None:
+        loop = self._loop
+        assert loop is not None
+        q = self._queue
+        stopping = False
+        try:
+            while not stopping:
+                item = q.get()
+                if item is _STOP:
+                    break
+                batch = [item]
+                while True:
+                    try:
+                        more = q.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is _STOP:
+                        stopping = True
+                        break
+                    batch.append(more)
+                started = time.perf_counter()
+                statements = 0
+                try:
+                    conn.execute("BEGIN")
+                    for _, ops in batch:
+                        for sql, params in ops:
+                            conn.execute(sql, params)
+                            statements += 1
+                    conn.execute("COMMIT")
+                except BaseException as exc:
+                    log.critical("SQLite commit failed on %s: %s", self.path, exc)
+                    loop.call_soon_threadsafe(self._failed, exc)
+                    return
+                seconds = time.perf_counter() - started
+                loop.call_soon_threadsafe(
+                    self._committed, batch[-1][0], len(batch), statements, seconds
+                )
+        finally:
+            conn.close()
+
+    def _checkpoint_loop(self) -> None:
+        try:
+            conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+        except sqlite3.Error:
+            return
+        try:
+            while not self._stop.wait(CHECKPOINT_INTERVAL_S):
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                except sqlite3.Error as exc:  # busy or the like: the next one catches up
+                    log.debug("checkpoint skipped: %s", exc)
+        finally:
+            conn.close()
+
+    async def close(self) -> None:
+        """Commit what is queued, then stop the threads (a final checkpoint truncates the WAL)."""
+        if self._writer is not None:
+            self._queue.put(_STOP)
+            await asyncio.to_thread(self._writer.join)
+            self._writer = None
+        self._stop.set()
+        if self._checkpointer is not None:
+            await asyncio.to_thread(self._checkpointer.join)
+            self._checkpointer = None
+        if self._reader is not None:
+            if self.failed is None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._reader.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            self._reader.close()
+            self._reader = None
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        assert self._reader is not None, "the store is not open"
+        with self._read_lock:
+            return list(self._reader.execute(sql, params).fetchall())
+
+    async def fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        return await asyncio.to_thread(self._read, sql, params)
+
+    def _run(self, ops: list[Op]) -> None:
+        assert self._reader is not None, "the store is not open"
+        with self._read_lock:
+            self._reader.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, params in ops:
+                    self._reader.execute(sql, params)
+                self._reader.execute("COMMIT")
+            except BaseException:
+                self._reader.execute("ROLLBACK")
+                raise
+
+    async def execute(self, ops: Any) -> None:
+        await asyncio.to_thread(self._run, list(ops))
+
+    def file_bytes(self) -> int:
+        """The database file and its WAL, in bytes (for the benchmarks)."""
+        total = 0
+        for suffix in ("", "-wal"):
+            p = Path(str(self.path) + suffix)
+            if p.exists():
+                total += p.stat().st_size
+        return total
