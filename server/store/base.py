@@ -252,6 +252,18 @@ class Store:
             f"SELECT {self.GAME_COLUMNS} FROM games WHERE status = 'playing' ORDER BY started_ms"
         )
 
+    async def in_progress_events(self) -> list[tuple[Any, ...]]:
+        """``(game_id, seq, kind, seat, ply, payload, at_ms)`` of every game in progress, by
+        game then seq: one query for a whole recovery."""
+        return await self.fetch(
+            "SELECT e.game_id, e.seq, e.kind, e.seat, e.ply, e.payload, e.at_ms FROM events e "
+            "JOIN games g ON g.id = e.game_id WHERE g.status = 'playing' ORDER BY e.game_id, e.seq"
+        )
+
+    async def in_progress_sessions(self) -> list[tuple[Any, ...]]:
+        """``(game_id, seat, token_hash)`` of every game in progress."""
+        return await self.fetch("SELECT game_id, seat, token_hash FROM sessions")
+
     async def sessions(self, game_id: str) -> list[tuple[Any, ...]]:
         """``(seat, token_hash)`` of a game in progress."""
         return await self.fetch(

@@ -294,12 +294,18 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
 
     dormant: dict[str, Session] = {}
     restored = 0
+    by_game: dict[str, list[tuple[Any, ...]]] = {}
+    for game_id, *rest in await store.in_progress_events():
+        by_game.setdefault(game_id, []).append(tuple(rest))
+    hashes_by_game: dict[str, dict[int, str]] = {}
+    for game_id, seat, h in await store.in_progress_sessions():
+        hashes_by_game.setdefault(game_id, {})[int(seat)] = h
     for row in await store.in_progress():
         game_id, code, name = row[0], row[1], row[2]
         try:
             spec, codec = GAMES[name], CODECS[name]
             options, clock_ms = options_of(codec, row[4])
-            events = events_from_rows(await store.events(game_id))
+            events = events_from_rows(by_game.get(game_id, []))
             r = replay(name, options, events)
         except Exception as exc:  # a record this server cannot replay: say so, keep the rest
             log.error("game %s (room %s) cannot be replayed, left as it is: %s", game_id, code, exc)
@@ -307,12 +313,16 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
         if r.game.outcome() is not None or code in hub.rooms:
             log.error("game %s (room %s) is not in progress as recorded; skipped", game_id, code)
             continue
-        hashes = {int(seat): h for seat, h in await store.sessions(game_id)}
+        hashes = hashes_by_game.get(game_id, {})
         room = Room(code, spec, codec, options, clock_ms, bool(row[6]), hub._hooks)
         seats: list[Player | None] = []
         for p in orjson.loads(row[7]):
             if p["bot"] is not None:
-                bot = hub._make_bot(name, p["bot"])
+                try:
+                    bot = hub._make_bot(name, p["bot"])
+                except Exception as exc:  # a bot level this server no longer has
+                    log.error("game %s (room %s): no bot %s here: %s", game_id, code, p["bot"], exc)
+                    break
                 seats.append(Player(p["name"], bot=bot, bot_level=p["bot"]))
                 continue
             h = hashes.get(int(p["seat"]))
@@ -323,6 +333,8 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
                     dormant[h] = session
             session.rooms[code] = room
             seats.append(Player(p["name"], session=session))
+        if len(seats) != 2:
+            continue
         room.players = seats
         rec = GameRecord(game_id, RecordingRng(hub._hooks.rng_factory()), seq=events[-1].seq)
         game = r.game
