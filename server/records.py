@@ -14,6 +14,8 @@ exactly what the live state frames carried. Bad ids and filters are ``400``; eve
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import datetime
 import http
 import re
@@ -289,6 +291,57 @@ class GameReplay:
 # -- HTTP -----------------------------------------------------------------------------------
 
 
+MAX_REPLAY_EVENTS = 20_000
+"""Longest game the replay endpoint steps through (a view per step: about 12 MB of JSON at
+this size); longer ones (possible with large ``turn_cap`` and ``rounds``) get 413. The record
+and its text have no such limit."""
+
+CACHE_ENTRIES = 64
+_cache: collections.OrderedDict[tuple[str, str], bytes] = collections.OrderedDict()
+"""Built answers for finished games (which never change), newest last."""
+
+
+def _cached(key: tuple[str, str]) -> bytes | None:
+    body = _cache.get(key)
+    if body is not None:
+        _cache.move_to_end(key)
+    return body
+
+
+def _keep(key: tuple[str, str], body: bytes) -> None:
+    _cache[key] = body
+    while len(_cache) > CACHE_ENTRIES:
+        _cache.popitem(last=False)
+
+
+def _build(row: tuple[Any, ...], rows: list[tuple[Any, ...]], what: str) -> bytes:
+    """One answer for a finished game, in a worker thread: replaying a long game must not
+    hold the event loop."""
+    rec = GameReplay(row, rows)
+    if what == "json":
+        return orjson.dumps(rec.record())
+    if what == "txt":
+        return rec.notation().encode()
+    seat = None if what == "all" else int(what)
+    info = rec.info
+    return orjson.dumps({
+        "id": info["id"], "game": info["game"], "options": rec.options_wire,
+        "players": info["players"], "result": info["result"], "seat": what,
+        "steps": rec.steps(seat),
+    })  # fmt: skip
+
+
+def _body(ws: ServerConnection, body: bytes, content_type: str) -> Response:
+    response = ws.respond(http.HTTPStatus.OK, "")
+    response.body = body
+    del response.headers["Content-Type"]
+    del response.headers["Content-Length"]
+    response.headers["Content-Type"] = content_type
+    response.headers["Content-Length"] = str(len(body))
+    response.headers["Cache-Control"] = "max-age=3600"  # a finished game never changes
+    return response
+
+
 async def handle(store: Store | None, ws: ServerConnection, request: Request) -> Response:
     try:
         return await _route(store, ws, request)
@@ -320,26 +373,28 @@ async def _route(store: Store | None, ws: ServerConnection, request: Request) ->
     row = await store.game(game_id)
     if row is None or row[8] != "finished":  # in progress: as unknown as a missing one
         raise BadRequest(http.HTTPStatus.NOT_FOUND, "unknown_game", f"no finished game {game_id}")
-    rec = GameReplay(row, await store.events(game_id))
     if suffix is None:
-        return _json(ws, http.HTTPStatus.OK, rec.record())
-    if suffix == ".txt":
-        response = ws.respond(http.HTTPStatus.OK, rec.notation())
-        del response.headers["Content-Type"]
-        response.headers["Content-Type"] = "text/plain; charset=utf-8"
-        return response
-    q = parse_qs(parts.query, keep_blank_values=True)
-    seat_text = q.get("seat", ["all"])
-    if len(seat_text) != 1 or seat_text[0] not in ("0", "1", "all") or set(q) - {"seat"}:
-        raise _bad("bad_filter", "seat must be 0, 1 or all")
-    seat = None if seat_text[0] == "all" else int(seat_text[0])
-    info = rec.info
-    body = {
-        "id": info["id"], "game": info["game"], "options": rec.options_wire,
-        "players": info["players"], "result": info["result"], "seat": seat_text[0],
-        "steps": rec.steps(seat),
-    }  # fmt: skip
-    return _json(ws, http.HTTPStatus.OK, body)
+        what, ctype = "json", "application/json"
+    elif suffix == ".txt":
+        what, ctype = "txt", "text/plain; charset=utf-8"
+    else:
+        q = parse_qs(parts.query, keep_blank_values=True)
+        seat_text = q.get("seat", ["all"])
+        if len(seat_text) != 1 or seat_text[0] not in ("0", "1", "all") or set(q) - {"seat"}:
+            raise _bad("bad_filter", "seat must be 0, 1 or all")
+        what, ctype = seat_text[0], "application/json"
+        if int(row[13]) > MAX_REPLAY_EVENTS:
+            raise BadRequest(
+                http.HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "too_long",
+                f"the game has more than {MAX_REPLAY_EVENTS} events: read its record instead",
+            )  # fmt: skip
+    key = (game_id, what)
+    body = _cached(key)
+    if body is None:
+        rows = await store.events(game_id)
+        body = await asyncio.to_thread(_build, row, rows, what)
+        _keep(key, body)
+    return _body(ws, body, ctype)
 
 
 __all__ = ["Event", "GameReplay", "handle", "parse_filters"]

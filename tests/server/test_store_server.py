@@ -232,3 +232,41 @@ async def test_sessions_are_stored_only_as_hashes(make_harness, store_spec):
     import hashlib
 
     assert hashlib.sha256(g.seats[0].token.encode()).hexdigest() in dump
+
+
+async def test_a_close_waits_behind_the_frames_held_before_it(make_harness, tmp_path):
+    """A fatal error while a commit is pending: the error frame and then the close, in
+    that order, once the commit is done (a close that went first would lose the frame)."""
+    store = StalledSQLite(tmp_path / "data")
+    h = await make_harness(store=store)
+    g = await h.game(SMALL)
+    store.stalled = True
+    mover = g.seats[g.engine.to_move]
+    frame = mover.latest[g.code]
+    await mover.request("move", room=g.code, ply=frame["view"]["ply"], move=frame["legal"][0])
+    rude = await h.client("rude", hello=False)
+    await rude.send({"type": "ping", "id": 1})  # before hello: fatal hello_required
+    await asyncio.sleep(0.2)
+    h.snap(g.code)
+    assert rude.frames == [] and not rude.done.is_set()
+    store.release()
+    error = await rude.expect("error")
+    assert error["code"] == "hello_required" and error["fatal"] is True
+    assert await rude.closed(5) == (1008, "hello_required")
+    for c in g.seats:
+        await c.expect("state", room=g.code, seq=g.room.seq)
+
+
+async def test_replay_of_a_very_long_game_is_refused(make_harness, store_spec, monkeypatch):
+    from server import records
+
+    monkeypatch.setattr(records, "MAX_REPLAY_EVENTS", 3)
+    h = await make_harness(store=make_store(*store_spec))
+    g = await h.game(SMALL)
+    await g.play_out()
+    await h.server.store.flush()
+    (gid,) = await finished_ids(h)
+    status, body = await get_json(h.server.port, f"/api/games/{gid}/replay?seat=0")
+    assert status == 413 and body["error"]["code"] == "too_long"
+    status, body = await get_json(h.server.port, f"/api/games/{gid}")
+    assert status == 200 and len(body["events"]) > 3
