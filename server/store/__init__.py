@@ -26,7 +26,9 @@ def default_data_dir() -> Path:
     return Path(base) / "stacko"
 
 
-def make_store(database: str, data_dir: str = "", sync: str = "normal") -> Store | None:
+def make_store(
+    database: str, data_dir: str = "", sync: str = "normal", writer: str = ""
+) -> Store | None:
     """The store ``--database`` names (not yet open), or ``None`` for ``memory``.
     ValueError for anything else."""
     if database == "memory":
@@ -36,7 +38,7 @@ def make_store(database: str, data_dir: str = "", sync: str = "normal") -> Store
 
         if sync not in ("normal", "full"):
             raise ValueError(f"--sync must be normal or full, not {sync!r}")
-        return SQLiteStore(data_dir or default_data_dir(), sync)
+        return SQLiteStore(data_dir or default_data_dir(), sync, writer)
     if database.startswith(("postgresql://", "postgres://")):
         from server.store.postgres import PostgresStore
 

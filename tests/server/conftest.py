@@ -45,8 +45,10 @@ def pg_cluster():
     cluster.stop()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", "sqlite-thread", "postgresql"])
 def store_kind(request):
+    """SQLite with each writer (the loop's, the default; the thread's, for --sync full) and
+    PostgreSQL."""
     return request.param
 
 
@@ -55,6 +57,8 @@ def store_spec(store_kind, tmp_path, request):
     """``(database, data_dir)`` for ``server.store.make_store``: a fresh database each test."""
     if store_kind == "sqlite":
         return "sqlite", str(tmp_path / "data")
+    if store_kind == "sqlite-thread":
+        return "sqlite", str(tmp_path / "data"), "normal", "thread"
     cluster = request.getfixturevalue("pg_cluster")
     return cluster.fresh_db(), ""
 
