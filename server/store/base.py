@@ -72,6 +72,19 @@ RESULTS = {
 """``result=`` filter values besides a termination name (``completed``, ``resignation``...)."""
 
 
+def runs(batch: Sequence[tuple[int, list[Op]]]) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    """The statements of a batch of changes, in order, with consecutive uses of one
+    statement merged (one ``executemany`` each: the moves of many games in a row)."""
+    out: list[tuple[str, list[tuple[Any, ...]]]] = []
+    for _, ops in batch:
+        for sql, params in ops:
+            if out and out[-1][0] == sql:
+                out[-1][1].append(params)
+            else:
+                out.append((sql, [params]))
+    return out
+
+
 def encode_cursor(ended_ms: int, game_id: str) -> str:
     return base64.urlsafe_b64encode(f"{ended_ms}:{game_id}".encode()).decode().rstrip("=")
 

@@ -16,7 +16,7 @@ import re
 import time
 from typing import Any
 
-from server.store.base import Op, Store, StoreError
+from server.store.base import Op, Store, StoreError, runs
 from server.store.schema import MIGRATIONS, VERSION_TABLE, SchemaError, plan
 
 log = logging.getLogger("stacko.store")
@@ -113,10 +113,12 @@ class PostgresStore(Store):
             statements = 0
             try:
                 async with conn.transaction():
-                    for _, ops in batch:
-                        for sql, params in ops:
-                            await conn.execute(self._q(sql), *params)
-                            statements += 1
+                    for sql, rows in runs(batch):
+                        if len(rows) == 1:
+                            await conn.execute(self._q(sql), *rows[0])
+                        else:
+                            await conn.executemany(self._q(sql), rows)
+                        statements += len(rows)
             except Exception as exc:
                 log.critical("PostgreSQL commit failed at %s: %s", self.location, exc)
                 self._failed(exc)

@@ -273,3 +273,21 @@ async def test_replay_of_a_very_long_game_is_refused(make_harness, store_spec, m
     assert status == 413 and body["error"]["code"] == "too_long"
     status, body = await get_json(h.server.port, f"/api/games/{gid}")
     assert status == 200 and len(body["events"]) > 3
+
+
+async def test_the_side_to_move_is_not_charged_for_the_downtime(make_harness, store_spec):
+    h1 = await make_harness(store=make_store(*store_spec))
+    g = await h1.game({**SMALL, "clock_ms": 30_000})
+    await g.move()
+    h1.advance(20, g.code)  # the mover has 10 s left when the server goes down
+    code = g.code
+    await h1.server.shutdown(restart=True)
+    h1.clients.clear()
+    h2 = await make_harness(store=make_store(*store_spec))
+    room = h2.server.hub.rooms[code]
+    mover = room.game.to_move
+    assert room.deadline == h2.clock.time() + 30  # a whole clock again, not the 10 s left
+    h2.clock.advance(29)
+    assert room.game.ply == 1 and room.expiries == [0, 0]
+    h2.clock.advance(2)  # now it runs out: the timeout moves are played and recorded
+    assert room.expiries[mover] == 1 and room.game.ply > 1
