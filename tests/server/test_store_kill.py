@@ -7,6 +7,7 @@ move); the game then finishes normally and its record is served."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import re
@@ -62,6 +63,11 @@ async def finished(port: int, code: str) -> dict | None:
     return games[0] if games else None
 
 
+def kill(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):  # killed (and reaped) already
+        os.kill(proc.pid, signal.SIGKILL)
+
+
 def current(clients: list[Client], code: str) -> dict:
     """The newest view any client has (the mover's own reply may come before the other's)."""
     return max((c.latest[code] for c in clients), key=lambda f: f["seq"])["view"]
@@ -103,10 +109,9 @@ async def test_kill_9_at_random_points_loses_nothing_acknowledged(tmp_path):
                                           move=rng.choice(frame["legal"]))  # fmt: skip
                 if trial % 2:  # the moment the move is acknowledged: the narrowest case
                     await mover.expect(id=rid)
-                    os.kill(proc.pid, signal.SIGKILL)
+                    kill(proc)
             await asyncio.sleep(rng.random() * 0.004)  # or at any instant around it
-            if proc.returncode is None:
-                os.kill(proc.pid, signal.SIGKILL)
+            kill(proc)
             await proc.wait()
             for c in clients:
                 await c.closed(10)
