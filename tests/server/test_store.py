@@ -142,3 +142,25 @@ def test_make_store_refuses_unknown_databases():
     with pytest.raises(ValueError):
         make_store("mysql://x")
     assert make_store("memory") is None
+
+
+async def test_postgresql_going_away_stops_the_store(pg_cluster):
+    """The writer's connection is cut (as when PostgreSQL restarts or the network drops):
+    the next commit fails, and the store fails stop rather than lose changes."""
+    store = make_store(pg_cluster.fresh_db())
+    await store.open()
+    try:
+        failures = []
+        store.on_failure = failures.append
+        await store.fetch(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND datname = current_database()"
+        )
+        store.submit([game_row("c" * 16, 1)])
+        for _ in range(500):
+            if failures:
+                break
+            await asyncio.sleep(0.01)
+        assert failures and store.failed is not None and store.holding
+    finally:
+        await store.close()

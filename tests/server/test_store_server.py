@@ -134,6 +134,10 @@ async def test_records_api_lists_serves_and_replays_finished_games_only(make_har
         )
     status, _, body = await http(port, f"/api/games/{gid}/replay?seat=2")
     assert status == 400
+    _, _, metrics = await http(port, "/metrics")
+    for name in ("stacko_store_commits_total", "stacko_store_commit_seconds_bucket",
+                 "stacko_store_batch_size_max", "stacko_store_errors_total 0.0"):  # fmt: skip
+        assert name.encode() in metrics, name
 
 
 @pytest.mark.parametrize("writer", ["loop", "thread"])
