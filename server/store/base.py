@@ -283,16 +283,26 @@ class Store:
             "SELECT seat, token_hash FROM sessions WHERE game_id = ? ORDER BY seat", (game_id,)
         )
 
+    PURGE_CHUNK = 10
+    """Games deleted per transaction by ``purge``: a few thousand rows, a few ms, so that
+    the frames waiting behind it (and, with the loop writer, the loop) never wait long."""
+
     async def purge(self, ended_before_ms: int) -> int:
-        """Retention: delete finished games that ended before ``ended_before_ms``."""
-        rows = await self.fetch(
-            "SELECT id FROM games WHERE status = 'finished' AND ended_ms < ?", (ended_before_ms,)
-        )
-        ops: list[Op] = []
-        for (game_id,) in rows:
-            ops.append(("DELETE FROM events WHERE game_id = ?", (game_id,)))
-            ops.append(("DELETE FROM games WHERE id = ?", (game_id,)))
-        if ops:  # through the writer: one writer per database, and in order with the rest
+        """Retention: delete finished games that ended before ``ended_before_ms``, a few
+        at a time through the writer (one writer per database, in order with the rest)."""
+        gone = 0
+        while True:
+            rows = await self.fetch(
+                "SELECT id FROM games WHERE status = 'finished' AND ended_ms < ? "
+                f"ORDER BY ended_ms LIMIT {self.PURGE_CHUNK}",
+                (ended_before_ms,),
+            )
+            if not rows:
+                return gone
+            ops: list[Op] = []
+            for (game_id,) in rows:
+                ops.append(("DELETE FROM events WHERE game_id = ?", (game_id,)))
+                ops.append(("DELETE FROM games WHERE id = ?", (game_id,)))
             self.submit(ops)
             await self.flush()
-        return len(rows)
+            gone += len(rows)

@@ -77,6 +77,7 @@ async def test_gate_releases_held_frames_in_order_after_the_commit(open_store):
 
 async def test_paging_and_retention(open_store):
     store = await open_store()
+    store.PURGE_CHUNK = 2  # several rounds
     store.submit([game_row(f"{i:016x}", 1000 + i) for i in range(5)])
     store.submit([game_row("f" * 16, None, status="playing")])
     await store.flush()
@@ -164,3 +165,24 @@ async def test_postgresql_going_away_stops_the_store(pg_cluster):
         assert failures and store.failed is not None and store.holding
     finally:
         await store.close()
+
+
+async def test_retention_deletes_old_finished_games_at_start(open_store):
+    import time
+    import types
+
+    from server.__main__ import _retention
+
+    store = await open_store()
+    now_ms = int(time.time() * 1000)
+    store.submit([game_row("0" * 16, now_ms - 10 * 86_400_000), game_row("1" * 16, now_ms)])
+    store.submit([game_row("2" * 16, None, status="playing")])  # never deleted: in progress
+    await store.flush()
+    task = asyncio.create_task(_retention(types.SimpleNamespace(store=store), 7))
+    for _ in range(300):
+        if len(await store.fetch("SELECT id FROM games")) == 2:
+            break
+        await asyncio.sleep(0.01)
+    task.cancel()
+    ids = sorted(r[0] for r in await store.fetch("SELECT id FROM games"))
+    assert ids == ["1" * 16, "2" * 16]
