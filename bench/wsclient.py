@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import base64
 import contextlib
 import hashlib
 import os
 import re
 import resource
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -328,12 +331,18 @@ def start_server(
     extra: Sequence[str] = (), loop: str | None = None
 ) -> tuple[subprocess.Popen[str], str]:
     """``python -m server --port 0`` with rate limits out of the way of a load test (every
-    connection comes from loopback: the per-address ``hello`` limit too)."""
+    connection comes from loopback: the per-address ``hello`` limit too). The store is on
+    (the default) in a fresh temporary data directory, removed at exit, unless ``extra``
+    names one (``--data-dir``) or another database (``--database memory``)."""
     argv = [
         sys.executable, "-m", "server", "--port", "0", "--log-level", "WARNING",
         "--rate-per-second", "1000000", "--burst", "1000000",
         "--hello-rate-per-ip", "1000000", "--hello-burst-per-ip", "1000000", *extra,
     ]  # fmt: skip
+    if not any(a.startswith(("--data-dir", "--database")) for a in extra):
+        data = tempfile.mkdtemp(prefix="stacko-bench-")
+        atexit.register(shutil.rmtree, data, True)
+        argv += ["--data-dir", data]
     if loop:
         argv += ["--loop", loop]
     return start_process(argv, r"(ws://\S+/)")

@@ -1,4 +1,9 @@
-"""``stacko-server`` / ``python -m server``: run until SIGINT or SIGTERM, then close cleanly."""
+"""``stacko-server`` / ``python -m server``: run until SIGINT or SIGTERM, then close cleanly.
+
+With a store (the default), SIGTERM and SIGINT commit what is pending, close every client
+with 1012 (service restart: reconnect and resume) and exit 0. Exit status 1: the store failed
+while running (fail-stop); 2: the store could not be opened (a message says why).
+"""
 
 from __future__ import annotations
 
@@ -6,17 +11,46 @@ import asyncio
 import logging
 import resource
 import signal
+import time
 from collections.abc import Sequence
 
 from server import compiled
 from server.app import Server
 from server.config import ServerConfig, parse_args
 from server.gcpacer import GcPacer
+from server.store import StoreError, make_store
+
+RETENTION_INTERVAL_S = 3600.0
 
 
-async def run(config: ServerConfig) -> None:
-    server = Server(config)
-    await server.start()
+async def _retention(server: Server, days: float) -> None:
+    """Delete finished games older than ``days``, now and every hour."""
+    log = logging.getLogger("stacko.store")
+    while server.store is not None:
+        cutoff = int((time.time() - days * 86400) * 1000)
+        try:
+            gone = await server.store.purge(cutoff)
+        except StoreError:
+            return  # the store failed: the server is stopping anyway
+        if gone:
+            log.info("retention: deleted %d finished games older than %g days", gone, days)
+        await asyncio.sleep(RETENTION_INTERVAL_S)
+
+
+async def run(config: ServerConfig) -> int:
+    store = make_store(config.database, config.data_dir, config.sync)
+    server = Server(config, store=store)
+    try:
+        await server.start()
+    except StoreError as exc:
+        logging.getLogger("stacko.server").error("cannot start: %s", exc)
+        if store is not None:
+            await store.close()
+        return 2
+    except BaseException:  # the port is taken, ...: the store's threads stop first
+        if store is not None:
+            await store.close()
+        raise
     loop = asyncio.get_running_loop()
     pacer = None
     if config.gc_interval_s > 0:
@@ -28,16 +62,30 @@ async def run(config: ServerConfig) -> None:
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    retention = None
+    if store is not None and config.retain_days > 0:
+        retention = asyncio.create_task(_retention(server, config.retain_days))
     print(
         f"stacko server on {server.http_url} (open it in a browser; clients and bots connect"
         f" to {server.url}); Ctrl-C stops it",
         flush=True,
     )
-    await stop.wait()
-    logging.getLogger("stacko.server").info("shutting down")
-    await server.shutdown()
+    assert server.failure is not None
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait((stopping, server.failure), return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if retention is not None:
+        retention.cancel()
     if pacer is not None:
         pacer.stop()
+    log = logging.getLogger("stacko.server")
+    if server.failure.done():
+        log.critical("stopping: the store failed (exit status 1)")
+        await server.shutdown()
+        return 1
+    log.info("shutting down")
+    await server.shutdown(restart=True)
+    return 0
 
 
 def raise_file_limit() -> int:
@@ -75,9 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if config.loop == "uvloop":
             import uvloop  # type: ignore[import-not-found,unused-ignore]
 
-            uvloop.run(run(config))
+            return int(uvloop.run(run(config)))
         elif config.loop == "asyncio":
-            asyncio.run(run(config))
+            return asyncio.run(run(config))
         else:
             raise SystemExit(f"--loop must be asyncio or uvloop, not {config.loop!r}")
     except OSError as exc:  # the port is taken, the address is not this machine's, ...

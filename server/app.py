@@ -4,7 +4,10 @@
         print(server.url)                                # ws://127.0.0.1:PORT/
         await server.wait_closed()
 
-Clean shutdown (``shutdown``): every client gets a close frame 1001 "server shutting down".
+Clean shutdown (``shutdown``): every client gets a close frame 1001 "server shutting down",
+or, with a store (``restart=True``), 1012 "service restart" once everything is committed.
+A ``Server`` made without ``store=`` keeps nothing (``stacko-server`` opens the store that
+``--database`` names and passes it in).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import asyncio
 import http
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
@@ -21,20 +24,25 @@ from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.http11 import Request, Response
 
-from server import static
+from server import records, static
 from server.batch import WriteBatch
 from server.botpool import PoolThinker, acquire, default_workers, release, shared_pool
 from server.clock import Clock, SystemClock
 from server.config import ServerConfig
-from server.connection import CLOSE_GOING_AWAY, Connection
+from server.connection import CLOSE_GOING_AWAY, CLOSE_INTERNAL, Connection
 from server.hub import BotFactory, Hub
 from server.metrics import CONTENT_TYPE, Metrics
 from server.rng import SystemShuffle
+from server.store.base import Store
+from server.store.metrics import StoreCollector
+from server.store.recorder import Recorder, recover
 from server.wsconn import DirectServerConnection
 
 log = logging.getLogger("stacko.server")
 
 SHUTDOWN_REASON = "server shutting down"
+CLOSE_SERVICE_RESTART = 1012
+RESTART_REASON = "service restart"
 
 
 def _default_bots() -> tuple[dict[str, list[str]], BotFactory | None]:
@@ -57,6 +65,7 @@ class Server:
         clock: Clock | None = None,
         rng_factory: Callable[[], random.Random] = SystemShuffle,
         bots: tuple[dict[str, list[str]], BotFactory | None] | None = None,
+        store: Store | None = None,
     ) -> None:
         self.config = config or ServerConfig()
         self.clock = clock or SystemClock()
@@ -81,6 +90,15 @@ class Server:
         )
         self._ws: WsServer | None = None
         self.port = 0
+        self.store = store
+        self.restored = 0
+        """Games in progress rebuilt from the store at start."""
+        self.failure: asyncio.Future[BaseException] | None = None
+        """Resolves if the store fails: the process must stop (``__main__`` exits 1)."""
+        if store is not None:
+            self.hub._hooks.recorder = Recorder(store, self.clock)
+            store.on_failure = self._store_failed
+            self.metrics.registry.register(StoreCollector(store))
 
     def _soon(self, callback: Callable[[], None]) -> None:
         asyncio.get_running_loop().call_soon(callback)
@@ -104,6 +122,14 @@ class Server:
         if self.bot_pool is not None and not self._pool_held:
             acquire(self.bot_pool)
             self._pool_held = True
+        self.failure = asyncio.get_running_loop().create_future()
+        if self.store is not None:  # before listening: nobody sees a game before it is back
+            await self.store.open()
+            recorder = self.hub._hooks.recorder
+            assert isinstance(recorder, Recorder)
+            self.restored = await recover(self.hub, self.store, recorder)
+            if self.restored:
+                log.info("%d games in progress restored from the store", self.restored)
         self._ws = await serve(
             self._handle, cfg.host, cfg.port,
             max_size=cfg.hard_frame_bytes,
@@ -116,9 +142,21 @@ class Server:
         self.port = self._ws.sockets[0].getsockname()[1] if self._ws.sockets else cfg.port
         log.info("stacko server listening on %s; web client at %s", self.url, self.http_url)
 
-    async def shutdown(self) -> None:
+    async def shutdown(self, restart: bool = False) -> None:
+        """Close every client and stop. ``restart`` (SIGTERM with a store): commit what is
+        pending first, then close with 1012, which tells clients to reconnect and resume."""
+        store = self.store
+        if store is not None and store.failed is None:
+            try:
+                await asyncio.wait_for(store.flush(), 30)
+            except Exception as exc:
+                log.error("could not commit everything before stopping: %s", exc)
+        if restart and store is not None:
+            code, reason = CLOSE_SERVICE_RESTART, RESTART_REASON
+        else:
+            code, reason = CLOSE_GOING_AWAY, SHUTDOWN_REASON
         for conn in list(self.connections):
-            conn.close(CLOSE_GOING_AWAY, SHUTDOWN_REASON)
+            conn.close(code, reason)
         if self._ws is not None:
             await asyncio.sleep(0)  # let the writers flush their close frames
             self._ws.close(close_connections=True)
@@ -126,6 +164,21 @@ class Server:
         if self.bot_pool is not None and self._pool_held:
             self._pool_held = False
             await release(self.bot_pool)
+        if store is not None:
+            await store.close()
+
+    def _store_failed(self, exc: BaseException) -> None:
+        """Fail-stop: nothing uncommitted ever leaves; clients are closed with 1011."""
+        assert self.store is not None
+        log.critical(
+            "the store (%s %s) failed: %s. Stopping: a server that cannot commit must not "
+            "run on. Games in progress come back from what was committed at the next start.",
+            self.store.kind, self.store.location, exc,
+        )  # fmt: skip
+        for conn in list(self.connections):
+            conn.close_now((CLOSE_INTERNAL, "store_failed"))
+        if self.failure is not None and not self.failure.done():
+            self.failure.set_result(exc)
 
     async def wait_closed(self) -> None:
         if self._ws is not None:
@@ -145,7 +198,9 @@ class Server:
 
     async def _handle(self, ws: ServerConnection) -> None:
         assert isinstance(ws, DirectServerConnection)  # serve(create_connection=...) above
-        conn = Connection(ws, self.hub, self.config, self.clock, self.metrics, self.batch)
+        conn = Connection(
+            ws, self.hub, self.config, self.clock, self.metrics, self.batch, self.store
+        )
         self.connections.add(conn)
         try:
             await conn.run()
@@ -158,11 +213,15 @@ class Server:
         ``GcPacer`` needs to tell growth that may hide garbage from live data."""
         return DirectServerConnection.lost + self.hub.closed
 
-    def _http(self, ws: ServerConnection, request: Request) -> Response | None:
+    def _http(
+        self, ws: ServerConnection, request: Request
+    ) -> Response | Awaitable[Response] | None:
         """Plain HTTP on the same port; WebSocket upgrades pass through."""
         if request.headers.get("Upgrade", "").lower() == "websocket":
             return None
         path = request.path.split("?", 1)[0]
+        if path == records.PREFIX or path.startswith(records.PREFIX + "/"):
+            return records.handle(self.store, ws, request)
         if path == "/healthz":
             return ws.respond(http.HTTPStatus.OK, "ok\n")
         if path == "/metrics":

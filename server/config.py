@@ -54,6 +54,15 @@ class ServerConfig:
     """Share of ``max_rooms`` only quick match may fill: ``create_room`` stops short of it."""
     list_rooms_page: int = 100
     """Rooms per ``rooms`` answer; ``next`` pages on."""
+    # -- durability (``server.store``) --
+    database: str = "sqlite"
+    """``sqlite`` (a file in ``data_dir``), ``memory`` (nothing kept), or a PostgreSQL URL."""
+    data_dir: str = ""
+    """Where the SQLite file lives; empty: ``$XDG_DATA_HOME/stacko`` (~/.local/share/stacko)."""
+    sync: str = "normal"
+    """SQLite ``synchronous``: ``normal`` (survives kill -9) or ``full`` (also power loss)."""
+    retain_days: float = 0.0
+    """Finished games older than this are deleted (checked hourly); 0: kept forever."""
 
     @property
     def hard_frame_bytes(self) -> int:
@@ -94,6 +103,12 @@ _HELP = {
     "hello_burst_per_ip": "hello frames one IP address may send at once",
     "quick_match_reserve": "share of max_rooms that only quick match may fill (server_busy)",
     "list_rooms_page": "rooms per list_rooms answer (the next page through its cursor)",
+    "database": "where games are kept: sqlite (a file in --data-dir), memory (nothing is "
+    "kept: a restart ends every game), or postgresql://user:pass@host/db",
+    "data_dir": "directory of the SQLite file (local disk; empty: $XDG_DATA_HOME/stacko, "
+    "i.e. ~/.local/share/stacko)",
+    "sync": "SQLite sync: normal (commits survive kill -9) or full (also power loss; slower)",
+    "retain_days": "delete finished games older than this many days (0: keep them forever)",
 }
 
 
@@ -131,4 +146,11 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     ns = parser.parse_args(argv)
     if not 0 <= ns.port <= 65535:
         parser.error(f"--port must be 0..65535, not {ns.port}")
+    if ns.sync not in ("normal", "full"):
+        parser.error(f"--sync must be normal or full, not {ns.sync!r}")
+    db = ns.database
+    if not (db in ("sqlite", "memory") or db.startswith(("postgresql://", "postgres://"))):
+        parser.error(f"--database must be sqlite, memory or a postgresql:// URL, not {db!r}")
+    if ns.retain_days < 0:
+        parser.error("--retain-days must be 0 (keep forever) or more")
     return ServerConfig(**{f.name: getattr(ns, f.name) for f in fields(ServerConfig)})

@@ -24,6 +24,7 @@ from server.clock import Clock
 from server.config import ServerConfig
 from server.hub import Hub, Session
 from server.metrics import Metrics
+from server.store.base import Store
 from server.wsconn import DirectServerConnection
 
 log = logging.getLogger("stacko.connection")
@@ -45,8 +46,12 @@ class Connection:
         clock: Clock,
         metrics: Metrics | None = None,
         batch: WriteBatch | None = None,
+        gate: Store | None = None,
     ) -> None:
         self.ws = ws
+        self.gate = gate
+        """The store's output gate: while a change is uncommitted, frames wait there."""
+        self._close_held = False
         self.batch = batch if batch is not None else WriteBatch()
         self.hub = hub
         self.config = config
@@ -81,6 +86,16 @@ class Connection:
     # -- the Peer interface -------------------------------------------------------------
 
     def send(self, frame: bytes) -> None:
+        if self._closing is not None or self._close_held:
+            return
+        gate = self.gate
+        if gate is not None and gate.holding:  # output commit: after the change is stored
+            gate.hold(self.deliver, frame)
+            return
+        self.deliver(frame)
+
+    def deliver(self, frame: bytes) -> None:
+        """Send now (the gate releases held frames through this)."""
         if self._closing is not None:
             return
         if self.metrics is not None:
@@ -125,7 +140,18 @@ class Connection:
         return True
 
     def close(self, code: int, reason: str) -> None:
-        """Flush what is queued, then close with ``code`` and ``reason``."""
+        """Flush what is queued, then close with ``code`` and ``reason`` (after the frames
+        the gate holds for this connection)."""
+        gate = self.gate
+        if gate is not None and gate.holding and self._closing is None:
+            if not self._close_held:
+                self._close_held = True
+                gate.hold(self.close_now, (code, reason))
+            return
+        self.close_now((code, reason))
+
+    def close_now(self, how: tuple[int, str]) -> None:
+        code, reason = how
         if self._closing is None:
             self._closing = (code, reason)
             self._wake.set()
@@ -208,7 +234,7 @@ class Connection:
             self.fail(ErrorCode.IDLE_TIMEOUT, f"no hello within {self.config.hello_timeout_s} s")
 
     def _on_frame(self, data: str | bytes) -> None:
-        if self._closing is not None:
+        if self._closing is not None or self._close_held:
             return  # after a fatal error or a close, nothing more is handled
         started = time.perf_counter()
         if self.metrics is not None:

@@ -158,6 +158,8 @@ class Hub:
         )
         self._bot_rng = rng_factory()
         self._ids = ids if ids is not None else random.SystemRandom()
+        self.revive: Callable[[str], Session | None] | None = None
+        """Token -> a session restored from the store (``server.store.recorder.recover``)."""
 
     # -- sessions -----------------------------------------------------------------------
 
@@ -188,6 +190,8 @@ class Hub:
         if problem is not None:
             raise ProtocolError(ErrorCode.BAD_NAME, problem, fatal=True, request_id=msg.id)
         session = self.sessions.get(msg.token) if msg.token else None
+        if session is None and msg.token and self.revive is not None:
+            session = self.revive(msg.token)  # a session from before a restart
         resumed = session is not None
         if session is None:
             session = Session(self._token(), msg.name)

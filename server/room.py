@@ -76,6 +76,16 @@ class Player:
         return self.bot is not None or self.peer is not None
 
 
+class Recorder(Protocol):
+    """Where a room's changes are recorded before anyone sees them (``server.store.recorder``)."""
+
+    def begin(self, room: Room, rng: random.Random) -> random.Random: ...
+
+    def record(
+        self, room: Room, kind: str, seat: int | None, move: Any, termination: str | None
+    ) -> None: ...
+
+
 @dataclass
 class RoomHooks:
     """What a room needs from its host, injected so the room stays testable alone."""
@@ -97,6 +107,8 @@ class RoomHooks:
     late_bot_answers: list[int] = field(default_factory=lambda: [0])
     """Bot answers that came after the room moved on and were dropped (one counter shared
     by every room of a hub; a list so that rooms can add to it)."""
+    recorder: Recorder | None = None
+    """Records every change before its frames go out (``None``: nothing is recorded)."""
 
 
 @dataclass(eq=False)
@@ -122,6 +134,8 @@ class Room:
     _bot_timer: Timer | None = None
     """The pending bot decision's budget (``None``: no decision pending)."""
     _bot_cancel: Callable[[], None] | None = None
+    record: Any = None
+    """The recorder's handle on the current game's record (``None`` without a store)."""
 
     # -- what the room is -----------------------------------------------------------------
 
@@ -264,11 +278,40 @@ class Room:
 
     def start(self, request: tuple[int, frames.RequestId] | None = None) -> None:
         """Deal a new game with a fresh RNG (the OS source in production) and tell everyone."""
-        self.game = self.spec.new_game(self.options, self.hooks.rng_factory())
+        rng = self.hooks.rng_factory()
+        recorder = self.hooks.recorder
+        if recorder is not None:  # the deal's permutations go into the record
+            rng = recorder.begin(self, rng)
+        self.game = self.spec.new_game(self.options, rng)
         self.rematch.clear()
         self.expiries = [0, 0]
         self.hooks.on_status(self)
+        self._record("deal", None)
         self._changed(request=request)
+
+    def restore(self, game: GameState, seq: int, expiries: list[int]) -> None:
+        """A game rebuilt from its record after a restart: the side to move gets a whole
+        clock again (the downtime is not charged), bots to move move."""
+        self.game = game
+        self.seq = seq
+        self.expiries = expiries
+        if self.clock_ms is not None and game.outcome() is None:
+            self.deadline = self.hooks.clock.time() + self.clock_ms / 1000
+            self._clock_timer = self.hooks.clock.call_at(self.deadline, self._clock_ran_out)
+        to_move = game.to_move
+        if to_move is not None:
+            player = self.players[to_move]
+            if player is not None and player.bot is not None:
+                ply = game.ply
+                self.hooks.schedule_soon(lambda: self._bot_turn(to_move, ply))
+
+    def _record(
+        self, kind: str, seat: int | None, move: Any = None, termination: str | None = None
+    ) -> None:
+        """Hand the change just applied to the recorder: its frames then wait for the commit."""
+        recorder = self.hooks.recorder
+        if recorder is not None:
+            recorder.record(self, kind, seat, move, termination)
 
     def move(self, seat: int, ply: int, wire_move: Any, request_id: frames.RequestId) -> None:
         """Checks in the order PROTOCOL.md gives; a refused move changes nothing."""
@@ -288,12 +331,14 @@ class Room:
         if not isinstance(wire_move, self.codec.move_model):
             raise ProtocolError(ErrorCode.WRONG_GAME, f"not a {self.spec.title} move")
         try:
-            game.apply(self.codec.move_from_wire(wire_move), seat)
+            move = self.codec.move_from_wire(wire_move)
+            game.apply(move, seat)
         except IllegalMoveError as exc:
             message = exc.message
             if exc.reason is IllegalReason.NOT_YOUR_TURN and game.to_move is not None:
                 message = f"it is {self.name(game.to_move)}'s turn"  # a name, not a seat
             raise ProtocolError(to_error_code(exc.reason), message) from None
+        self._record("move", seat, move)
         self._changed(request=(seat, request_id))
 
     def resign(self, seat: int, request_id: frames.RequestId) -> None:
@@ -347,6 +392,7 @@ class Room:
     ) -> None:
         assert self.game is not None
         self.game.end(loser, termination)
+        self._record("end", loser, None, termination.value)
         self._changed(note=note, request=request)
 
     def _changed(self, note: str = "", request: tuple[int, frames.RequestId] | None = None) -> None:
@@ -401,6 +447,7 @@ class Room:
             return
         for move in game.timeout_moves():
             game.apply(move, seat)
+        self._record("timeout", seat)
         self._changed(note=f"{self.name(seat)}'s clock ran out")
 
     def _bot_turn(self, seat: int, ply: int) -> None:
@@ -475,6 +522,7 @@ class Room:
             log.exception("bot %s failed in room %s", player.name, self.code)
             self._end(seat, Termination.ABANDONED, "the bot failed")
             return
+        self._record("move", seat, move)
         self._changed()
 
     def _bot_overdue(self, seat: int, game: GameState, ply: int) -> None:

@@ -30,3 +30,51 @@ async def make_harness():
 @pytest.fixture
 async def harness(make_harness):
     return await make_harness()
+
+
+# -- stores: the same tests on a SQLite file and on a throwaway PostgreSQL cluster ----------
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    from pgcluster import Cluster
+
+    cluster = Cluster()
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", "sqlite-thread", "postgresql"])
+def store_kind(request):
+    """SQLite with each writer (the loop's, the default; the thread's, for --sync full) and
+    PostgreSQL."""
+    return request.param
+
+
+@pytest.fixture
+def store_spec(store_kind, tmp_path, request):
+    """``(database, data_dir)`` for ``server.store.make_store``: a fresh database each test."""
+    if store_kind == "sqlite":
+        return "sqlite", str(tmp_path / "data")
+    if store_kind == "sqlite-thread":
+        return "sqlite", str(tmp_path / "data"), "normal", "thread"
+    cluster = request.getfixturevalue("pg_cluster")
+    return cluster.fresh_db(), ""
+
+
+@pytest.fixture
+async def open_store(store_spec):
+    from server.store import make_store
+
+    opened = []
+
+    async def make():
+        store = make_store(*store_spec)
+        await store.open()
+        opened.append(store)
+        return store
+
+    yield make
+    for s in opened:
+        await s.close()

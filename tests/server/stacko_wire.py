@@ -599,10 +599,14 @@ class Harness:
 
     @classmethod
     async def start(
-        cls, seed: int = 1, bots: tuple[dict[str, list[str]], Any] = ({}, None), **config: Any
+        cls,
+        seed: int = 1,
+        bots: tuple[dict[str, list[str]], Any] = ({}, None),
+        store: Any = None,
+        **config: Any,
     ) -> Harness:
         """``bots``: levels and factory (none by default: the leak checker does not follow
-        bot rooms)."""
+        bot rooms). ``store``: a ``server.store`` backend (not yet open) to record the games in."""
         config.setdefault("burst", 1_000_000)  # the FakeClock never refills the buckets
         config.setdefault("hello_burst_per_ip", 1_000_000)
         clock = FakeClock()
@@ -610,6 +614,7 @@ class Harness:
         server = Server(
             ServerConfig(port=0, **config), clock=clock,
             rng_factory=lambda: random.Random(deals.getrandbits(64)), bots=bots,
+            store=store,
         )  # fmt: skip
         await server.start()
         return cls(server, clock, seed)

@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from stacko_wire import Client
@@ -15,9 +16,13 @@ from stacko_wire import Client
 ROOT = Path(__file__).resolve().parents[2]
 
 
+_DATA = tempfile.TemporaryDirectory(prefix="stacko-cli-")  # never the user's default data
+
+
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STACKO_")}
     env["PYTHONPATH"] = str(ROOT)
+    env["STACKO_DATA_DIR"] = _DATA.name
     return env
 
 
@@ -65,7 +70,7 @@ def test_common_mistakes_get_one_line_not_a_traceback():
     assert "Traceback" not in out_of_range.stderr + bad_env.stderr
 
 
-async def test_sigterm_closes_clients_with_1001(tmp_path):
+async def test_sigterm_closes_clients_with_1012_after_committing(tmp_path):
     stderr = (tmp_path / "stderr.txt").open("wb")  # the child writes to it
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "server", "--port", "0", cwd=ROOT, env=_env(),
@@ -89,8 +94,8 @@ async def test_sigterm_closes_clients_with_1001(tmp_path):
         created = await clients[0].call("create_room", options={"tower": 3, "bricks": 8})
         assert created["type"] == "joined"
         proc.send_signal(signal.SIGTERM)
-        for c in clients:
-            assert await c.closed(10) == (1001, "server shutting down")
+        for c in clients:  # with a store (the default): restart, come back and resume
+            assert await c.closed(10) == (1012, "service restart")
         assert await asyncio.wait_for(proc.wait(), 10) == 0
     finally:
         if proc.returncode is None:
@@ -119,3 +124,85 @@ async def test_in_process_shutdown(make_harness):
     await h.server.shutdown()
     for c in game.seats:
         assert await c.closed() == (1001, "server shutting down")
+
+
+async def test_memory_only_server_closes_with_1001_and_keeps_no_records(tmp_path):
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "server", "--port", "0", "--database", "memory",
+        "--data-dir", str(tmp_path / "unused"), cwd=ROOT, env=_env(),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode()
+        match = re.search(r"stacko server on (ws://127\.0\.0\.1:(\d+)/)", line)
+        assert match, line
+        status, body = await http_get(int(match.group(2)), "/api/games")
+        assert status == 503 and '"no_store"' in body
+        c = await Client.open(match.group(1), "c")
+        await c.hello()
+        proc.send_signal(signal.SIGTERM)
+        assert await c.closed(10) == (1001, "server shutting down")
+        assert await asyncio.wait_for(proc.wait(), 10) == 0
+        assert not (tmp_path / "unused").exists()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def test_a_corrupt_data_file_stops_the_server_with_a_message(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "stacko.sqlite3").write_bytes(b"garbage" * 1000)
+    out = subprocess.run(
+        [sys.executable, "-m", "server", "--port", "0", "--data-dir", str(data)],
+        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2, out
+    assert "cannot use the data file" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_full_disk_stops_the_server_loudly(tmp_path):
+    """The file may not grow past 64 KiB (RLIMIT_FSIZE: writes fail as on a full disk):
+    the first commit that needs more fails, and the server exits 1 rather than run on."""
+    import resource
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+    script = (
+        "import asyncio, sys\n"
+        "from stacko_wire import Client\n"
+        "async def main(url):\n"
+        "    for i in range(400):\n"
+        "        c = await Client.open(url, 'c')\n"
+        "        await c.hello('x' * 30)\n"
+        "        r = await c.call('create_room', options={'tower': 3, 'bricks': 8})\n"
+        "        d = await Client.open(url, 'd')\n"
+        "        await d.hello('y' * 30)\n"
+        "        j = await d.call('join', room=r['room'])\n"
+        "asyncio.run(main(sys.argv[1]))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server", "--port", "0", "--data-dir", str(tmp_path / "d")],
+        cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=limit,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        url = re.search(r"(ws://\S+/)", proc.stdout.readline())
+        assert url
+        subprocess.run(
+            [sys.executable, "-c", script, url.group(1)], cwd=Path(__file__).parent,
+            env={**_env(), "PYTHONPATH": f"{ROOT}:{Path(__file__).parent}"},
+            capture_output=True, timeout=60,
+        )  # fmt: skip
+        assert proc.wait(30) == 1
+        err = proc.stderr.read() if proc.stderr else ""
+        assert "failed" in err and "full" in err.lower(), err[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

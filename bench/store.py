@@ -1,0 +1,248 @@
+"""The store's cost and figures: store on (the default) beside store off, and what it keeps.
+
+    python bench/store.py                    # everything, 3 alternating runs per load figure
+    python bench/store.py --runs 1 --quick   # a quick look
+    python bench/store.py --only disk,recovery
+
+1. saturation: echo round trips/s, then N matches at pace 0 with the store on and with
+   ``--database memory``, alternating (runs minutes apart drift; alternation keeps the two
+   comparable); moves/s, the ratio to echo, commits/s and changes per commit (batch size)
+   from the server's ``/metrics``;
+2. light load: echo, then 100 matches at a move per 2 s, store on and off: p50/p99 of the
+   move to the opponent's state frame;
+3. disk: bytes on disk per finished game (default options; random moves in a recording room
+   writing to a real SQLite file through the writer thread);
+4. recovery: 10,000 games in progress written to a SQLite file, then the time a new hub
+   takes to rebuild them all (``server.store.recorder.recover``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path[0:1] = [str(Path(__file__).resolve().parent.parent)]
+
+from bench import echo, loadgen
+from bench.wsclient import progress
+from engine.games import GAMES
+from protocol.games import CODECS
+from server.clock import FakeClock
+from server.config import ServerConfig
+from server.hub import Hub, Session
+from server.room import Player, Room, RoomHooks
+from server.store.recorder import Recorder, recover
+from server.store.sqlite import SQLiteStore
+
+OFF = "--server-arg=--database=memory"
+
+
+async def game(argv: list[str]) -> dict[str, Any]:
+    args = loadgen.build_parser().parse_args([*argv, "--no-baseline", "--quiet"])
+    return await loadgen.run_load(args)
+
+
+def store_figures(g: dict[str, Any]) -> dict[str, Any]:
+    m = (g.get("server") or {}).get("metrics") or {}
+    commits = m.get("stacko_store_commits_total")
+    changes = m.get("stacko_store_changes_total")
+    secs = m.get("stacko_store_commit_seconds_sum")
+    window = g.get("window_s") or 0
+    return {
+        "commits": commits, "changes": changes,
+        "batch_mean": round(changes / commits, 2) if commits else None,
+        "batch_max": m.get("stacko_store_batch_size_max"),
+        "commit_mean_ms": round(1000 * secs / commits, 3) if commits and secs else None,
+        "commits_per_s_approx": round(commits / (window + 1.0), 1) if commits else None,
+    }  # fmt: skip
+
+
+async def saturation(runs: int, matches: int, duration: float) -> dict[str, Any]:
+    out: dict[str, list[Any]] = {"echo": [], "on": [], "off": []}
+    for i in range(runs):
+        e = await echo.measure(conns=matches, pace=0, duration=duration, warmup=1, quiet=True)
+        out["echo"].append(e["round_trips_per_s"])
+        for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):
+            argv = ["--matches", str(matches), "--duration", str(duration), "--warmup", "1",
+                    "--options", "{}"] + ([OFF] if mode == "off" else [])  # fmt: skip
+            g = await game(argv)
+            out[mode].append({"moves_per_s": g["moves_per_s"], **store_figures(g)})
+        progress(
+            f"   run {i + 1}: echo {e['round_trips_per_s']:.0f} rt/s, store on "
+            f"{out['on'][-1]['moves_per_s']:.0f} moves/s (batch {out['on'][-1]['batch_mean']}), "
+            f"off {out['off'][-1]['moves_per_s']:.0f} moves/s"
+        )
+    echo_m = statistics.median(out["echo"])
+    on = statistics.median(r["moves_per_s"] for r in out["on"])
+    off = statistics.median(r["moves_per_s"] for r in out["off"])
+
+    # Ratios per run (echo measured minutes apart drifts with the machine), then the median.
+    def ratio(mode: str) -> float:
+        pairs = zip(out[mode], out["echo"], strict=True)
+        return float(statistics.median(r["moves_per_s"] / e for r, e in pairs))
+
+    on_r, off_r = ratio("on"), ratio("off")
+    return {
+        "runs": out, "echo_rt_per_s": echo_m, "on_moves_per_s": on, "off_moves_per_s": off,
+        "on_vs_echo": round(on_r, 3), "off_vs_echo": round(off_r, 3),
+    }  # fmt: skip
+
+
+async def light(runs: int, duration: float) -> dict[str, Any]:
+    out: dict[str, list[Any]] = {"echo": [], "on": [], "off": []}
+    opts = '{"turn_cap": 10, "rounds": 1}'
+    for i in range(runs):
+        e = await echo.measure(conns=100, pace=2.0, duration=duration, warmup=1, quiet=True)
+        out["echo"].append(e["latency"])
+        for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):
+            argv = ["--matches", "100", "--pace", "2", "--duration", str(duration),
+                    "--warmup", "1", "--options", opts]  # fmt: skip
+            argv += [OFF] if mode == "off" else []
+            g = await game(argv)
+            out[mode].append(g["latency_opponent"])
+        progress(
+            f"   run {i + 1}: echo p50/p99 {e['latency']['p50_ms']}/{e['latency']['p99_ms']} ms, "
+            f"store on {out['on'][-1]['p50_ms']}/{out['on'][-1]['p99_ms']} ms, "
+            f"off {out['off'][-1]['p50_ms']}/{out['off'][-1]['p99_ms']} ms"
+        )
+
+    def med(rows: list[dict[str, Any]], key: str) -> float:
+        return float(statistics.median(r[key] for r in rows))
+
+    res: dict[str, Any] = {"runs": out}
+    for mode in ("echo", "on", "off"):
+        res[f"{mode}_p50_ms"] = med(out[mode], "p50_ms")
+        res[f"{mode}_p99_ms"] = med(out[mode], "p99_ms")
+    res["on_p50_vs_echo"] = round(res["on_p50_ms"] / res["echo_p50_ms"], 3)
+    return res
+
+
+# -- what the store keeps ---------------------------------------------------------------------
+
+
+def _room(hooks: RoomHooks, rng: random.Random, code: str) -> Room:
+    codec = CODECS["stacko"]
+    options, clock = codec.options_from_wire({})
+    room = Room(code, GAMES["stacko"], codec, options, clock, False, hooks)
+    for name in ("ann", "bo"):
+        session = Session(f"token-{rng.getrandbits(64)}", name)
+        room.seat(Player(name, session=session))
+        session.rooms[code] = room
+    return room
+
+
+def _play(room: Room, rng: random.Random, moves: int | None) -> None:
+    codec = room.codec
+    game = room.game
+    assert game is not None
+    n = 0
+    while game.outcome() is None and (moves is None or n < moves):
+        seat = game.to_move
+        assert seat is not None
+        move = rng.choice(list(game.legal_moves()))
+        room.move(seat, game.ply, codec.move_model.model_validate(codec.move_to_wire(move)), None)
+        n += 1
+
+
+async def disk(games: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as d:
+        store = SQLiteStore(d)
+        await store.open()
+        clock = FakeClock()
+        rng = random.Random(1)
+        hooks = RoomHooks(clock=clock, rng_factory=lambda: random.Random(rng.getrandbits(64)),
+                          schedule_soon=lambda cb: None, on_empty=lambda r: None,
+                          recorder=Recorder(store, clock))  # fmt: skip
+        plies = 0
+        for i in range(games):
+            room = _room(hooks, rng, f"G{i:05d}")
+            room.start()
+            _play(room, rng, None)
+            assert room.game is not None
+            plies += room.game.ply
+            if i % 50 == 0:
+                await store.flush()
+        await store.flush()
+        await store.close()  # a final checkpoint: everything in the main file
+        size = store.file_bytes()
+    return {
+        "games": games, "plies_per_game": round(plies / games, 1),
+        "bytes_per_game": round(size / games), "bytes_per_ply": round(size / plies, 1),
+    }  # fmt: skip
+
+
+async def recovery(games: int, moves: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as d:
+        store = SQLiteStore(d)
+        await store.open()
+        clock = FakeClock()
+        rng = random.Random(2)
+        hooks = RoomHooks(clock=clock, rng_factory=lambda: random.Random(rng.getrandbits(64)),
+                          schedule_soon=lambda cb: None, on_empty=lambda r: None,
+                          recorder=Recorder(store, clock))  # fmt: skip
+        started = time.perf_counter()
+        for i in range(games):
+            room = _room(hooks, rng, f"R{i:05d}")
+            room.start()
+            _play(room, rng, moves)
+            if i % 200 == 0:
+                await store.flush()
+        await store.flush()
+        write_s = time.perf_counter() - started
+        await store.close()
+        size = store.file_bytes()
+        again = SQLiteStore(d)
+        hub = Hub(ServerConfig(), FakeClock(), schedule_soon=lambda cb: None)
+        started = time.perf_counter()
+        await again.open()
+        hub._hooks.recorder = Recorder(again, hub.clock)
+        restored = await recover(hub, again, hub._hooks.recorder)
+        took = time.perf_counter() - started
+        await again.close()
+    return {"games": restored, "moves_each": moves, "recover_s": round(took, 2),
+            "per_game_ms": round(1000 * took / max(1, restored), 3),
+            "write_s": round(write_s, 2), "file_bytes": size}  # fmt: skip
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    only = set(args.only.split(",")) if args.only else {"saturation", "light", "disk", "recovery"}
+    res: dict[str, Any] = {"started": time.strftime("%F %T")}
+    d = 4.0 if args.quick else 10.0
+    if "saturation" in only:
+        progress(f"== saturation, {args.matches} matches, store on vs off, {args.runs} runs")
+        res["saturation"] = await saturation(args.runs, args.matches, d)
+    if "light" in only:
+        progress(f"== light load, 100 matches at pace 2, store on vs off, {args.runs} runs")
+        res["light"] = await light(args.runs, 8.0 if args.quick else 20.0)
+    if "disk" in only:
+        progress("== bytes on disk per finished game")
+        res["disk"] = await disk(100 if args.quick else 1000)
+    if "recovery" in only:
+        n = 1000 if args.quick else 10_000
+        progress(f"== recovery of {n} games in progress")
+        res["recovery"] = await recovery(n, 20)
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--matches", type=int, default=50)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="", help="comma list: saturation,light,disk,recovery")
+    args = ap.parse_args()
+    res = asyncio.run(main_async(args))
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()

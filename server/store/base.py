@@ -1,0 +1,308 @@
+"""What every backend shares: group commit bookkeeping, the output gate, the record queries.
+
+The output gate: ``submit`` hands a batch of statements (one change of a game) to the
+backend's writer and takes a ticket; from then until that ticket is committed, every frame
+the server sends (``Connection.send`` asks ``holding``) waits here in one queue, in the
+order it was sent, with the newest ticket at that moment. When the writer reports a commit,
+the frames whose tickets it covers go out in order. So no frame that shows a change leaves
+before the change is on disk, and frames to one socket never overtake each other. A frame
+sent while nothing is pending goes straight out (``holding`` is False).
+
+A failed commit is fatal (fail-stop): held frames are dropped, ``holding`` stays True so
+nothing more leaves, and ``on_failure`` tells the server, which exits non-zero; the restart
+recovers from what was committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger("stacko.store")
+
+Op = tuple[str, tuple[Any, ...]]
+"""One SQL statement (``?`` placeholders) and its parameters."""
+
+COMMIT_BUCKETS: tuple[float, ...] = (
+    0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+)  # fmt: skip
+
+
+class StoreError(Exception):
+    """The store cannot be used (a clear message for the operator; the server exits)."""
+
+
+@dataclass
+class StoreStats:
+    """Counters for ``/metrics`` (plain ints and floats; read when scraped)."""
+
+    commits: int = 0
+    changes: int = 0
+    """Changes (``submit`` calls) committed: changes / commits is the mean batch size."""
+    statements: int = 0
+    commit_seconds: float = 0.0
+    commit_buckets: list[int] = field(default_factory=lambda: [0] * (len(COMMIT_BUCKETS) + 1))
+    batch_max: int = 0
+    errors: int = 0
+    held_frames: int = 0
+
+
+@dataclass(frozen=True)
+class Filters:
+    """``GET /api/games`` filters, already checked (``server.records`` parses them)."""
+
+    game: str | None = None
+    player: str | None = None
+    code: str | None = None
+    result: str | None = None
+    cursor: tuple[int, str] | None = None
+    limit: int = 20
+
+
+RESULTS = {
+    "draw": ("winner IS NULL", ()),
+    "seat0": ("winner = ?", (0,)),
+    "seat1": ("winner = ?", (1,)),
+}
+"""``result=`` filter values besides a termination name (``completed``, ``resignation``...)."""
+
+
+def runs(batch: Sequence[tuple[int, list[Op]]]) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    """The statements of a batch of changes, in order, with consecutive uses of one
+    statement merged (one ``executemany`` each: the moves of many games in a row)."""
+    out: list[tuple[str, list[tuple[Any, ...]]]] = []
+    for _, ops in batch:
+        for sql, params in ops:
+            if out and out[-1][0] == sql:
+                out[-1][1].append(params)
+            else:
+                out.append((sql, [params]))
+    return out
+
+
+def encode_cursor(ended_ms: int, game_id: str) -> str:
+    return base64.urlsafe_b64encode(f"{ended_ms}:{game_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(text: str) -> tuple[int, str]:
+    """ValueError unless ``text`` came from ``encode_cursor``."""
+    if not text or len(text) > 80:
+        raise ValueError("bad cursor")
+    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
+    ms, _, game_id = raw.partition(":")
+    if not ms.isdigit() or not game_id or len(game_id) > 40:
+        raise ValueError("bad cursor")
+    return int(ms), game_id
+
+
+class Store:
+    """A backend's shared half. Subclasses start a writer that calls ``_committed`` and
+    ``_failed`` on the event loop, and implement ``_enqueue``, ``fetch`` and ``close``."""
+
+    kind = "?"
+    location = ""
+
+    def __init__(self) -> None:
+        self.appended = 0
+        self.committed = 0
+        self.holding = False
+        """True while a submitted change is not yet committed: frames must wait."""
+        self.failed: BaseException | None = None
+        self.stats = StoreStats()
+        self.on_failure: Callable[[BaseException], None] = self._log_failure
+        self._held: collections.deque[tuple[int, Callable[[Any], None], Any]] = collections.deque()
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- writing ----------------------------------------------------------------------
+
+    def submit(self, ops: Sequence[Op]) -> None:
+        """One change, to be committed (with whatever else is waiting) by the writer."""
+        if self.failed is not None:
+            return  # nothing leaves any more; the server is going down
+        self.appended += 1
+        self.holding = True
+        self._enqueue(self.appended, list(ops))
+
+    def hold(self, release: Callable[[Any], None], arg: Any) -> None:
+        """Call ``release(arg)`` (a frame's delivery, a close) once everything submitted so
+        far is committed, after everything held before it."""
+        self.stats.held_frames += 1
+        self._held.append((self.appended, release, arg))
+
+    def _committed(self, ticket: int, changes: int, statements: int, seconds: float) -> None:
+        """On the loop: the writer committed every change up to ``ticket``."""
+        if self.failed is not None:
+            return
+        s = self.stats
+        s.commits += 1
+        s.changes += changes
+        s.statements += statements
+        s.batch_max = max(s.batch_max, changes)
+        s.commit_seconds += seconds
+        i = 0
+        while i < len(COMMIT_BUCKETS) and seconds > COMMIT_BUCKETS[i]:
+            i += 1
+        s.commit_buckets[i] += 1
+        self.committed = ticket
+        held = self._held
+        while held and held[0][0] <= ticket:
+            _, release, arg = held.popleft()
+            release(arg)
+        self.holding = self.committed < self.appended
+        if self._waiters:
+            keep = []
+            for want, fut in self._waiters:
+                if want <= ticket:
+                    if not fut.done():
+                        fut.set_result(None)
+                else:
+                    keep.append((want, fut))
+            self._waiters = keep
+
+    def _failed(self, exc: BaseException) -> None:
+        """On the loop: a commit failed. Fail-stop: nothing more leaves, the server exits."""
+        if self.failed is not None:
+            return
+        self.failed = exc
+        self.stats.errors += 1
+        self.holding = True
+        self._held.clear()
+        for _, fut in self._waiters:
+            if not fut.done():
+                fut.set_exception(StoreError(f"the store failed: {exc}"))
+        self._waiters = []
+        self.on_failure(exc)
+
+    def _log_failure(self, exc: BaseException) -> None:
+        log.critical("the %s store failed, nothing more can be committed: %s", self.kind, exc)
+
+    async def flush(self) -> None:
+        """Wait until everything submitted so far is committed (and its frames released)."""
+        if self.failed is not None:
+            raise StoreError(f"the store failed: {self.failed}")
+        if self.committed >= self.appended:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append((self.appended, fut))
+        await fut
+
+    def _enqueue(self, ticket: int, ops: list[Op]) -> None:
+        raise NotImplementedError
+
+    # -- lifecycle and reading ---------------------------------------------------------
+
+    async def open(self) -> None:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    async def fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    async def execute(self, ops: Sequence[Op]) -> None:
+        """Statements in one transaction outside the writer (retention, tests)."""
+        raise NotImplementedError
+
+    # -- the record queries (the same SQL on every backend) ----------------------------
+
+    GAME_COLUMNS = (
+        "id, code, game, variant, options, rules_version, public, players, status, result, "
+        "started_ms, ended_ms, plies, last_seq"
+    )
+
+    async def list_finished(self, f: Filters) -> list[tuple[Any, ...]]:
+        """Finished games, newest first (``ended_ms`` then ``id`` descending), at most
+        ``f.limit`` + 1 (the extra row says there is a next page)."""
+        where = ["status = 'finished'"]
+        params: list[Any] = []
+        if f.game is not None:
+            where.append("game = ?")
+            params.append(f.game)
+        if f.player is not None:
+            where.append("(player0 = ? OR player1 = ?)")
+            params += [f.player, f.player]
+        if f.code is not None:
+            where.append("code = ?")
+            params.append(f.code)
+        if f.result is not None:
+            if f.result in RESULTS:
+                clause, extra = RESULTS[f.result]
+                where.append(clause)
+                params += extra
+            else:
+                where.append("termination = ?")
+                params.append(f.result)
+        if f.cursor is not None:
+            where.append("(ended_ms < ? OR (ended_ms = ? AND id < ?))")
+            params += [f.cursor[0], f.cursor[0], f.cursor[1]]
+        sql = (
+            f"SELECT {self.GAME_COLUMNS} FROM games WHERE {' AND '.join(where)} "
+            f"ORDER BY ended_ms DESC, id DESC LIMIT {int(f.limit) + 1}"
+        )
+        return await self.fetch(sql, tuple(params))
+
+    async def game(self, game_id: str) -> tuple[Any, ...] | None:
+        rows = await self.fetch(f"SELECT {self.GAME_COLUMNS} FROM games WHERE id = ?", (game_id,))
+        return rows[0] if rows else None
+
+    async def events(self, game_id: str) -> list[tuple[Any, ...]]:
+        """``(seq, kind, seat, ply, payload, at_ms)`` in order."""
+        return await self.fetch(
+            "SELECT seq, kind, seat, ply, payload, at_ms FROM events WHERE game_id = ? "
+            "ORDER BY seq",
+            (game_id,),
+        )
+
+    async def in_progress(self) -> list[tuple[Any, ...]]:
+        return await self.fetch(
+            f"SELECT {self.GAME_COLUMNS} FROM games WHERE status = 'playing' ORDER BY started_ms"
+        )
+
+    async def in_progress_events(self) -> list[tuple[Any, ...]]:
+        """``(game_id, seq, kind, seat, ply, payload, at_ms)`` of every game in progress, by
+        game then seq: one query for a whole recovery."""
+        return await self.fetch(
+            "SELECT e.game_id, e.seq, e.kind, e.seat, e.ply, e.payload, e.at_ms FROM events e "
+            "JOIN games g ON g.id = e.game_id WHERE g.status = 'playing' ORDER BY e.game_id, e.seq"
+        )
+
+    async def in_progress_sessions(self) -> list[tuple[Any, ...]]:
+        """``(game_id, seat, token_hash)`` of every game in progress."""
+        return await self.fetch("SELECT game_id, seat, token_hash FROM sessions")
+
+    async def sessions(self, game_id: str) -> list[tuple[Any, ...]]:
+        """``(seat, token_hash)`` of a game in progress."""
+        return await self.fetch(
+            "SELECT seat, token_hash FROM sessions WHERE game_id = ? ORDER BY seat", (game_id,)
+        )
+
+    PURGE_CHUNK = 10
+    """Games deleted per transaction by ``purge``: a few thousand rows, a few ms, so that
+    the frames waiting behind it (and, with the loop writer, the loop) never wait long."""
+
+    async def purge(self, ended_before_ms: int) -> int:
+        """Retention: delete finished games that ended before ``ended_before_ms``, a few
+        at a time through the writer (one writer per database, in order with the rest)."""
+        gone = 0
+        while True:
+            rows = await self.fetch(
+                "SELECT id FROM games WHERE status = 'finished' AND ended_ms < ? "
+                f"ORDER BY ended_ms LIMIT {self.PURGE_CHUNK}",
+                (ended_before_ms,),
+            )
+            if not rows:
+                return gone
+            ops: list[Op] = []
+            for (game_id,) in rows:
+                ops.append(("DELETE FROM events WHERE game_id = ?", (game_id,)))
+                ops.append(("DELETE FROM games WHERE id = ?", (game_id,)))
+            self.submit(ops)
+            await self.flush()
+            gone += len(rows)

@@ -1,0 +1,64 @@
+"""The store's figures on ``/metrics`` (a collector added to the server's registry).
+
+    stacko_store_commits_total              counter: transactions committed by the writer
+    stacko_store_changes_total              counter: changes (moves, deals, endings) committed
+    stacko_store_commit_seconds             histogram: one transaction, BEGIN to COMMIT
+    stacko_store_batch_size_max             gauge: most changes in one transaction so far
+    stacko_store_errors_total               counter: failed commits (the first one stops the server)
+    stacko_store_held_frames_total          counter: frames that waited for a commit
+    stacko_store_pending_changes            gauge: changes submitted and not yet committed
+
+The mean batch size is ``changes_total / commits_total``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+from server.store.base import COMMIT_BUCKETS, Store
+
+
+class StoreCollector:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def collect(self) -> Iterator[Metric]:
+        store = self.store
+        s = store.stats
+        yield CounterMetricFamily(
+            "stacko_store_commits", "Store transactions committed.", value=s.commits
+        )
+        yield CounterMetricFamily(
+            "stacko_store_changes", "Game changes committed to the store.", value=s.changes
+        )
+        cumulative = 0
+        buckets: list[tuple[str, float]] = []
+        for bound, n in zip((*COMMIT_BUCKETS, float("inf")), s.commit_buckets, strict=True):
+            cumulative += n
+            buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
+        yield HistogramMetricFamily(
+            "stacko_store_commit_seconds", "One store transaction, begin to commit.",
+            buckets=buckets, sum_value=s.commit_seconds,
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "stacko_store_batch_size_max", "Most changes committed in one transaction.",
+            value=s.batch_max,
+        )  # fmt: skip
+        yield CounterMetricFamily(
+            "stacko_store_errors", "Failed store commits (the first stops the server).",
+            value=s.errors,
+        )  # fmt: skip
+        yield CounterMetricFamily(
+            "stacko_store_held_frames", "Frames that waited for a commit.", value=s.held_frames
+        )
+        yield GaugeMetricFamily(
+            "stacko_store_pending_changes", "Changes submitted, not yet committed.",
+            value=store.appended - store.committed,
+        )  # fmt: skip

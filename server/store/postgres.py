@@ -1,0 +1,157 @@
+"""The PostgreSQL store (asyncpg): the same schema, statements and behaviour as SQLite.
+
+The writer is a task on the event loop with its own connection: it waits for the first
+change, takes every other change already queued, runs them in one transaction, and releases
+the held frames when the commit returns. Reads use a second connection. If PostgreSQL goes
+away, the next commit fails and the server stops (fail-stop, exit status 1): a supervisor
+that restarts it gets the games back once the database answers again (while it does not,
+the server refuses to start, with a message, exit status 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from typing import Any
+
+from server.store.base import Op, Store, StoreError, runs
+from server.store.schema import MIGRATIONS, VERSION_TABLE, SchemaError, plan
+
+log = logging.getLogger("stacko.store")
+
+_PLACEHOLDER = re.compile(r"\?")
+
+
+def to_dollar(sql: str) -> str:
+    """``?`` placeholders (the shared SQL) -> ``$1, $2, ...`` (PostgreSQL's)."""
+    n = 0
+
+    def number(_: re.Match[str]) -> str:
+        nonlocal n
+        n += 1
+        return f"${n}"
+
+    return _PLACEHOLDER.sub(number, sql)
+
+
+def _redacted(dsn: str) -> str:
+    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", dsn)
+
+
+class PostgresStore(Store):
+    kind = "postgresql"
+
+    def __init__(self, dsn: str) -> None:
+        super().__init__()
+        self.dsn = dsn
+        self.location = _redacted(dsn)
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._writer_conn: Any = None
+        self._reader: Any = None
+        self._read_lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self._sql: dict[str, str] = {}
+
+    def _q(self, sql: str) -> str:
+        out = self._sql.get(sql)
+        if out is None:
+            out = self._sql[sql] = to_dollar(sql)
+        return out
+
+    async def open(self) -> None:
+        import asyncpg  # type: ignore[import-untyped]
+
+        self._loop = asyncio.get_running_loop()
+        try:
+            self._writer_conn = await asyncpg.connect(self.dsn, timeout=10)
+            self._reader = await asyncpg.connect(self.dsn, timeout=10)
+            await self._migrate(self._writer_conn)
+        except SchemaError as exc:
+            await self._close_conns()
+            raise StoreError(f"{self.location}: {exc}") from None
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+            await self._close_conns()
+            raise StoreError(f"cannot use PostgreSQL at {self.location}: {exc}") from None
+        self._task = asyncio.create_task(self._write_loop(), name="stacko-store-writer")
+        log.info("store: PostgreSQL %s", self.location)
+
+    async def _migrate(self, conn: Any) -> None:
+        async with conn.transaction():
+            # One server migrates at a time (several may start together against one database).
+            await conn.execute("SELECT pg_advisory_xact_lock(7362015)")
+            await conn.execute(VERSION_TABLE)
+            found = await conn.fetchval("SELECT version FROM schema_version")
+            steps = plan(None if found is None else int(found))
+            for version in steps:
+                for sql in MIGRATIONS[version]:
+                    await conn.execute(sql)
+            if steps:
+                await conn.execute("DELETE FROM schema_version")
+                await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", steps[-1])
+
+    def _enqueue(self, ticket: int, ops: list[Op]) -> None:
+        self._queue.put_nowait((ticket, ops))
+
+    async def _write_loop(self) -> None:
+        conn = self._writer_conn
+        q = self._queue
+        while True:
+            item = await q.get()
+            if item is None:
+                return
+            batch = [item]
+            stopping = False
+            while not q.empty():
+                more = q.get_nowait()
+                if more is None:
+                    stopping = True
+                    break
+                batch.append(more)
+            started = time.perf_counter()
+            statements = 0
+            try:
+                async with conn.transaction():
+                    for sql, rows in runs(batch):
+                        if len(rows) == 1:
+                            await conn.execute(self._q(sql), *rows[0])
+                        else:
+                            await conn.executemany(self._q(sql), rows)
+                        statements += len(rows)
+            except Exception as exc:
+                log.critical("PostgreSQL commit failed at %s: %s", self.location, exc)
+                self._failed(exc)
+                return
+            self._committed(batch[-1][0], len(batch), statements, time.perf_counter() - started)
+            if stopping:
+                return
+
+    async def close(self) -> None:
+        if self._task is not None:
+            if not self._task.done():
+                self._queue.put_nowait(None)
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        await self._close_conns()
+
+    async def _close_conns(self) -> None:
+        for conn in (self._writer_conn, self._reader):
+            if conn is not None:
+                try:
+                    await asyncio.wait_for(conn.close(), 5)
+                except Exception:
+                    conn.terminate()
+        self._writer_conn = self._reader = None
+
+    async def fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        assert self._reader is not None, "the store is not open"
+        async with self._read_lock:
+            rows = await self._reader.fetch(self._q(sql), *params)
+        return [tuple(r) for r in rows]
+
+    async def execute(self, ops: Any) -> None:
+        assert self._reader is not None, "the store is not open"
+        async with self._read_lock, self._reader.transaction():
+            for sql, params in ops:
+                await self._reader.execute(self._q(sql), *params)

@@ -1,0 +1,354 @@
+"""Recording games as events, and rebuilding them from their events.
+
+A record is the game's options and seats, then every change in order: the deal (``deal``,
+with the permutations of every shuffle it made), each move (``move``, seat and move), a
+clock expiry (``timeout``: the seat's timeout moves were played), and an ending that is not
+a move (``end``: resignation, abandonment, timeout forfeit; ``seat`` is the loser). Every
+event carries its time, the mover's clock, and the permutations of any shuffle it caused
+(Stacko's reshuffle, the next round's deal). Chance is recorded as it happened, never as a
+seed: ``RecordingRng`` wraps the room's RNG (the OS's in production) and notes the
+permutation each ``shuffle`` applied; ``ReplayRng`` applies the recorded ones again. Python
+only promises that ``random()`` repeats across versions, not ``shuffle``.
+
+A record of a game in progress holds what the live game holds (the server's memory), and
+nothing else: who may read what of it is decided where it is served (``server.records``).
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import logging
+import random
+import secrets
+from collections.abc import MutableSequence, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from engine.game import GameSpec, GameState
+from engine.games import GAMES
+from engine.outcome import Termination
+from protocol.games import CODECS, GameCodec
+from protocol.games.common import outcome_to_wire
+from server.store.base import Op, Store
+
+log = logging.getLogger("stacko.store")
+
+RULES_VERSION = 1
+"""The rules the engines play today; a replay of another version would need its engine."""
+
+
+def token_hash(token: str) -> str:
+    """What the store keeps of a session token: its sha256, never the token."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_game_id() -> str:
+    return secrets.token_hex(8)
+
+
+def is_game_id(text: str) -> bool:
+    return len(text) == 16 and all(c in "0123456789abcdef" for c in text)
+
+
+class RecordingRng(random.Random):
+    """``inner``'s shuffles, each noted as the permutation it applied (``perms``)."""
+
+    def __init__(self, inner: random.Random) -> None:
+        super().__init__()
+        self.inner = inner
+        self.perms: list[list[int]] = []
+
+    def shuffle(self, x: MutableSequence[Any]) -> None:
+        perm = list(range(len(x)))
+        self.inner.shuffle(perm)
+        old = list(x)
+        x[:] = [old[i] for i in perm]
+        self.perms.append(perm)
+
+    def random(self) -> float:
+        raise RuntimeError("the engines draw chance only through shuffle (not recordable)")
+
+    def take(self) -> list[list[int]]:
+        perms, self.perms = self.perms, []
+        return perms
+
+
+class ReplayRng(random.Random):
+    """Applies recorded permutations, in order, instead of drawing."""
+
+    def __init__(self, perms: Sequence[Sequence[int]] = ()) -> None:
+        super().__init__()
+        self.perms: collections.deque[Sequence[int]] = collections.deque(perms)
+
+    def shuffle(self, x: MutableSequence[Any]) -> None:
+        if not self.perms:
+            raise ValueError("the record has no permutation left for this shuffle")
+        perm = self.perms.popleft()
+        if sorted(perm) != list(range(len(x))):
+            raise ValueError(f"a recorded permutation of {len(perm)} for a shuffle of {len(x)}")
+        old = list(x)
+        x[:] = [old[i] for i in perm]
+
+    def random(self) -> float:
+        raise RuntimeError("a replay draws nothing")
+
+
+@dataclass
+class GameRecord:
+    """The recorder's handle on one game (``Room.record``)."""
+
+    id: str
+    rng: RecordingRng
+    seq: int = 0
+    pending: list[Op] = field(default_factory=list)
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
+def _dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+class Recorder:
+    """Turns a room's changes into statements for the store (``RoomHooks.recorder``)."""
+
+    def __init__(self, store: Store, clock: Any) -> None:
+        self.store = store
+        self.clock = clock
+
+    def begin(self, room: Any, rng: random.Random) -> random.Random:
+        rec = GameRecord(new_game_id(), RecordingRng(rng))
+        players = []
+        for seat, p in enumerate(room.players):
+            players.append({"seat": seat, "name": p.name, "bot": p.bot_level})
+            if p.session is not None and p.bot is None:
+                rec.pending.append(
+                    (
+                        "INSERT INTO sessions (game_id, seat, token_hash) VALUES (?, ?, ?)",
+                        (rec.id, seat, token_hash(p.session.token)),
+                    )
+                )
+        options = room.codec.options_to_wire(room.options, room.clock_ms)
+        rec.pending.insert(
+            0,
+            (
+                "INSERT INTO games (id, code, game, variant, options, rules_version, public, "
+                "players, player0, player1, status, started_ms) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'playing', ?)",
+                (
+                    rec.id, room.code, room.spec.name, getattr(room.options, "variant", None),
+                    _dumps(options), RULES_VERSION, int(room.public), _dumps(players),
+                    players[0]["name"], players[1]["name"], _ms(self.clock.time()),
+                ),
+            ),
+        )  # fmt: skip
+        room.record = rec
+        return rec.rng
+
+    def record(
+        self, room: Any, kind: str, seat: int | None, move: Any, termination: str | None
+    ) -> None:
+        rec: GameRecord | None = room.record
+        game = room.game
+        if rec is None or game is None:
+            return
+        now = self.clock.time()
+        at = _ms(now)
+        payload: dict[str, Any] = {}
+        perms = rec.rng.take()
+        if perms:
+            payload["perms"] = perms
+        if move is not None:
+            payload["move"] = room.codec.move_to_wire(move)
+        if termination is not None:
+            payload["termination"] = termination
+        if room.deadline is not None and kind != "deal":
+            payload["clock_ms"] = max(0, _ms(room.deadline - now))  # the mover had left
+        outcome = game.outcome()
+        if room.clock_ms is not None and outcome is None:
+            payload["deadline_ms"] = at + room.clock_ms
+        rec.seq += 1
+        ops = rec.pending
+        rec.pending = []
+        ops.append(
+            (
+                "INSERT INTO events (game_id, seq, kind, seat, ply, payload, at_ms) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (rec.id, rec.seq, kind, seat, game.ply, _dumps(payload), at),
+            )
+        )
+        if outcome is not None:
+            ops.append(
+                (
+                    "UPDATE games SET status = 'finished', result = ?, winner = ?, "
+                    "termination = ?, ended_ms = ?, plies = ?, last_seq = ? WHERE id = ?",
+                    (
+                        _dumps(outcome_to_wire(outcome)),
+                        outcome.winner,
+                        outcome.termination.value,
+                        at,
+                        game.ply,
+                        rec.seq,
+                        rec.id,
+                    ),
+                )
+            )
+            ops.append(("DELETE FROM sessions WHERE game_id = ?", (rec.id,)))
+            room.record = None
+        # While the game goes on, ``plies`` and ``last_seq`` of its row stay as they were:
+        # one statement per move less; recovery reads the events themselves.
+        self.store.submit(ops)
+
+
+# -- replay ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Event:
+    seq: int
+    kind: str
+    seat: int | None
+    ply: int
+    payload: dict[str, Any]
+    at_ms: int
+
+
+def events_from_rows(rows: Sequence[tuple[Any, ...]]) -> list[Event]:
+    return [
+        Event(int(q), kind, None if s is None else int(s), int(ply), orjson.loads(p), int(at))
+        for q, kind, s, ply, p, at in rows
+    ]
+
+
+def options_of(codec: GameCodec, stored: str | dict[str, Any]) -> tuple[Any, int | None]:
+    raw = orjson.loads(stored) if isinstance(stored, str) else stored
+    return codec.options_from_wire(dict(raw))
+
+
+class Replay:
+    """A game rebuilt event by event, with the same engine the room ran."""
+
+    def __init__(self, spec: GameSpec, codec: GameCodec, options: Any, deal: Event) -> None:
+        if deal.kind != "deal":
+            raise ValueError(f"a record starts with its deal, not {deal.kind!r}")
+        self.spec = spec
+        self.codec = codec
+        self.rng = ReplayRng(deal.payload.get("perms", ()))
+        self.game: GameState = spec.new_game(options, self.rng)
+        self.expiries = [0, 0]
+        if self.rng.perms:
+            raise ValueError("the deal left recorded permutations unused")
+
+    def apply(self, e: Event) -> None:
+        """One recorded change; ValueError if the record and the engine disagree."""
+        self.rng.perms.extend(e.payload.get("perms", ()))
+        game = self.game
+        if e.kind == "move":
+            model = self.codec.move_model.model_validate(e.payload["move"])
+            game.apply(self.codec.move_from_wire(model), e.seat)
+        elif e.kind == "timeout":
+            assert e.seat is not None
+            self.expiries[e.seat] += 1
+            for move in game.timeout_moves():
+                game.apply(move, e.seat)
+        elif e.kind == "end":
+            assert e.seat is not None
+            if e.payload.get("termination") == Termination.TIMEOUT.value:
+                self.expiries[e.seat] += 1
+            game.end(e.seat, Termination(e.payload["termination"]))
+        else:
+            raise ValueError(f"unknown event kind {e.kind!r}")
+        if self.rng.perms:
+            raise ValueError(f"event {e.seq} left recorded permutations unused")
+        if game.ply != e.ply:
+            raise ValueError(f"event {e.seq}: the replay is at ply {game.ply}, the record {e.ply}")
+
+
+def replay(game: str, options: Any, events: Sequence[Event]) -> Replay:
+    spec, codec = GAMES[game], CODECS[game]
+    r = Replay(spec, codec, options, events[0])
+    for e in events[1:]:
+        r.apply(e)
+    return r
+
+
+# -- recovery -------------------------------------------------------------------------------
+
+
+async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
+    """Rebuild every game in progress into a room of ``hub`` (same code), seats disconnected
+    with a fresh grace; a session token from before resumes its seats (``hub.revive``).
+    Returns the number of games restored."""
+    from server.hub import Session
+    from server.room import Player, Room
+
+    dormant: dict[str, Session] = {}
+    restored = 0
+    by_game: dict[str, list[tuple[Any, ...]]] = {}
+    for game_id, *rest in await store.in_progress_events():
+        by_game.setdefault(game_id, []).append(tuple(rest))
+    hashes_by_game: dict[str, dict[int, str]] = {}
+    for game_id, seat, h in await store.in_progress_sessions():
+        hashes_by_game.setdefault(game_id, {})[int(seat)] = h
+    for row in await store.in_progress():
+        game_id, code, name = row[0], row[1], row[2]
+        try:
+            spec, codec = GAMES[name], CODECS[name]
+            options, clock_ms = options_of(codec, row[4])
+            events = events_from_rows(by_game.get(game_id, []))
+            r = replay(name, options, events)
+        except Exception as exc:  # a record this server cannot replay: say so, keep the rest
+            log.error("game %s (room %s) cannot be replayed, left as it is: %s", game_id, code, exc)
+            continue
+        if r.game.outcome() is not None or code in hub.rooms:
+            log.error("game %s (room %s) is not in progress as recorded; skipped", game_id, code)
+            continue
+        hashes = hashes_by_game.get(game_id, {})
+        room = Room(code, spec, codec, options, clock_ms, bool(row[6]), hub._hooks)
+        seats: list[Player | None] = []
+        for p in orjson.loads(row[7]):
+            if p["bot"] is not None:
+                try:
+                    bot = hub._make_bot(name, p["bot"])
+                except Exception as exc:  # a bot level this server no longer has
+                    log.error("game %s (room %s): no bot %s here: %s", game_id, code, p["bot"], exc)
+                    break
+                seats.append(Player(p["name"], bot=bot, bot_level=p["bot"]))
+                continue
+            h = hashes.get(int(p["seat"]))
+            session = dormant.get(h) if h is not None else None
+            if session is None:
+                session = Session("", p["name"])
+                if h is not None:
+                    dormant[h] = session
+            session.rooms[code] = room
+            seats.append(Player(p["name"], session=session))
+        if len(seats) != 2:
+            continue
+        room.players = seats
+        rec = GameRecord(game_id, RecordingRng(hub._hooks.rng_factory()), seq=events[-1].seq)
+        game = r.game
+        game.rng = rec.rng  # type: ignore[attr-defined]  # both engines keep theirs there
+        room.record = rec
+        hub.rooms[code] = room
+        room.restore(game, len(events), r.expiries)
+        for seat, p in enumerate(seats):
+            if p is not None and p.bot is None:
+                room.dropped(seat)
+        restored += 1
+
+    def revive(token: str) -> Session | None:
+        session = dormant.pop(token_hash(token), None)
+        if session is None or not session.rooms:
+            return None
+        session.token = token
+        hub.sessions[token] = session
+        return session
+
+    hub.revive = revive
+    return restored

@@ -1,0 +1,79 @@
+"""The schema both backends share, its version, and the forward migrations.
+
+One SQL text serves SQLite and PostgreSQL (``?`` placeholders; the PostgreSQL backend turns
+them into ``$1``...). Times are integer milliseconds since the epoch (UTC): the same in both
+databases, exact to compare, and what the wire already uses (``deadline_ms``).
+
+``games``     one row per game: who, what options, and (once over) the result.
+``events``    every change of a game, in order: the deal (its permutations), moves, clock
+              expiries, resignations and other endings (``PRIMARY KEY (game_id, seq)``).
+``sessions``  who may resume a seat of a game in progress: only a sha256 of the session
+              token, never the token; rows go when the game ends.
+``schema_version`` a single row: the version of the schema in the file.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+"""Bump it with a new entry in ``MIGRATIONS`` (the SQL that takes version N-1 to N)."""
+
+_V1 = (
+    """CREATE TABLE games (
+        id TEXT PRIMARY KEY,
+        code TEXT NOT NULL,
+        game TEXT NOT NULL,
+        variant TEXT,
+        options TEXT NOT NULL,
+        rules_version INTEGER NOT NULL,
+        public INTEGER NOT NULL,
+        players TEXT NOT NULL,
+        player0 TEXT NOT NULL,
+        player1 TEXT NOT NULL,
+        status TEXT NOT NULL,
+        result TEXT,
+        winner INTEGER,
+        termination TEXT,
+        started_ms BIGINT NOT NULL,
+        ended_ms BIGINT,
+        plies INTEGER NOT NULL DEFAULT 0,
+        last_seq INTEGER NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX games_finished ON games (status, ended_ms, id)",
+    "CREATE INDEX games_code ON games (code)",
+    """CREATE TABLE events (
+        game_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        seat INTEGER,
+        ply INTEGER NOT NULL,
+        payload TEXT NOT NULL,
+        at_ms BIGINT NOT NULL,
+        PRIMARY KEY (game_id, seq)
+    )""",
+    """CREATE TABLE sessions (
+        game_id TEXT NOT NULL,
+        seat INTEGER NOT NULL,
+        token_hash TEXT NOT NULL,
+        PRIMARY KEY (game_id, seat)
+    )""",
+)
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1}
+"""version -> the statements that take the schema from version - 1 to it (0: empty)."""
+
+VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
+
+
+class SchemaError(Exception):
+    """The database holds a schema this server cannot use (newer than it knows)."""
+
+
+def plan(found: int | None) -> list[int]:
+    """The migrations to run on a database at version ``found`` (``None``: no schema yet)."""
+    current = 0 if found is None else found
+    if current > SCHEMA_VERSION:
+        raise SchemaError(
+            f"the database has schema version {current}, newer than this server's "
+            f"{SCHEMA_VERSION}: upgrade the server (or point it at another database)"
+        )
+    return list(range(current + 1, SCHEMA_VERSION + 1))

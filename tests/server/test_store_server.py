@@ -1,0 +1,297 @@
+"""Durable games through a real server: records API, output commit, restart and resume.
+
+Each test runs on a SQLite file and on a throwaway PostgreSQL cluster (``store_kind``)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+from stacko_wire import Client
+
+from server.store import make_store
+from server.store.sqlite import SQLiteStore
+
+SMALL = {"tower": 3, "bricks": 8, "rounds": 2, "turn_cap": 6}
+
+
+async def http(port: int, path: str) -> tuple[int, str, bytes]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+    await writer.drain()
+    data = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    ctype = next(
+        (line.split(b":", 1)[1].strip().decode() for line in head.split(b"\r\n")
+         if line.lower().startswith(b"content-type:")), "",
+    )  # fmt: skip
+    return int(head.split(b" ", 2)[1]), ctype, body
+
+
+async def get_json(port: int, path: str) -> tuple[int, dict]:
+    status, ctype, body = await http(port, path)
+    assert ctype == "application/json", (path, status, ctype, body[:200])
+    return status, orjson.loads(body)
+
+
+def states(c: Client, code: str) -> list[dict]:
+    return [f for f in c.frames if f.get("type") == "state" and f.get("room") == code]
+
+
+async def finished_ids(h) -> list[str]:
+    rows = await h.server.store.fetch("SELECT id FROM games WHERE status = 'finished'")
+    return [r[0] for r in rows]
+
+
+async def test_records_api_lists_serves_and_replays_finished_games_only(make_harness, store_spec):
+    h = await make_harness(store=make_store(*store_spec))
+    port = h.server.port
+    g1 = await h.game(SMALL, names=("alice", "bob"))
+    await g1.play_out()
+    h.advance(1)  # the FakeClock: g2 ends a second later
+    g2 = await h.game({"variant": "gray", "ply_cap": 12}, names=("carol", "dave"), game="stakko")
+    await g2.move()
+    reply = await g2.seats[1].call("resign", room=g2.code)
+    assert reply["type"] == "state"
+    h.snap(g2.code)
+    await g2.settle(reply["seq"], skip=g2.seats[1])
+    g3 = await h.game(SMALL, names=("erin", "alice"))  # stays in progress
+    await g3.move()
+    await h.server.store.flush()
+    status, listing = await get_json(port, "/api/games")
+    assert status == 200 and listing["next"] is None
+    assert [g["code"] for g in listing["games"]] == [g2.code, g1.code]  # newest first
+    first = listing["games"][1]
+    assert first["game"] == "stacko" and first["variant"] is None
+    assert [p["name"] for p in first["players"]] == ["alice", "bob"]
+    assert first["result"] == g1.current()["view"]["outcome"]
+    assert first["plies"] == g1.engine.ply and first["ended_at"].endswith("Z")
+    stakko = listing["games"][0]
+    assert stakko["variant"] == "gray" and stakko["result"]["termination"] == "resignation"
+    assert stakko["result"]["winner"] == 0
+
+    # Filters, paging.
+    async def codes(query: str) -> list[str]:
+        status, body = await get_json(port, f"/api/games?{query}")
+        assert status == 200, body
+        return [g["code"] for g in body["games"]]
+
+    assert await codes("game=stakko") == [g2.code]
+    assert await codes("player=alice") == [g1.code]  # erin/alice is still being played
+    assert await codes("player=nobody") == []
+    assert await codes(f"code={g1.code.lower()}") == [g1.code]
+    assert await codes("result=resignation") == [g2.code]
+    assert await codes("result=seat0") == [g2.code] + (
+        [g1.code] if first["result"]["winner"] == 0 else []
+    )
+    _, page1 = await get_json(port, "/api/games?limit=1")
+    assert [g["code"] for g in page1["games"]] == [g2.code] and page1["next"]
+    _, page2 = await get_json(port, f"/api/games?limit=1&cursor={page1['next']}")
+    assert [g["code"] for g in page2["games"]] == [g1.code] and page2["next"] is None
+
+    for bad in ("game=chess", "limit=0", "limit=101", "limit=x", "cursor=zzz", "result=won",
+                "code=AB", "colour=red", "game=stacko&game=stakko"):  # fmt: skip
+        status, body = await get_json(port, f"/api/games?{bad}")
+        assert status == 400 and body["error"]["code"] in ("bad_filter", "bad_cursor"), bad
+
+    # One record, its text, its replay.
+    gid = next(g["id"] for g in listing["games"] if g["code"] == g1.code)
+    status, rec = await get_json(port, f"/api/games/{gid}")
+    assert status == 200 and rec["id"] == gid and rec["options"]["tower"] == 3
+    assert rec["events"][0]["kind"] == "deal" and rec["events"][0]["perms"]
+    assert [e["seq"] for e in rec["events"]] == list(range(1, len(rec["events"]) + 1))
+    assert all(e["at"].endswith("Z") for e in rec["events"])
+    assert len(rec["rounds"]) == len(g1.engine.results)
+    assert rec["rounds"][-1]["towers"] == [list(t) for t in g1.engine.results[-1].towers]
+    status, ctype, text = await http(port, f"/api/games/{gid}.txt")
+    assert status == 200 and ctype.startswith("text/plain")
+    assert '[Seat0 "alice"]' in text.decode() and "deal: towers" in text.decode()
+    for seat, client in ((0, g1.seats[0]), (1, g1.seats[1])):
+        status, rp = await get_json(port, f"/api/games/{gid}/replay?seat={seat}")
+        assert status == 200 and rp["steps"][0]["seat"] is None and rp["steps"][0]["ply"] == 0
+        live = [f["view"] for f in states(client, g1.code)]
+        assert [s["view"] for s in rp["steps"]] == live  # exactly what the seat saw, in order
+    status, everything = await get_json(port, f"/api/games/{gid}/replay?seat=all")
+    towers0 = everything["steps"][0]["view"]["towers"]
+    assert None not in towers0[0] + towers0[1]  # both towers shown from the deal on
+    assert any("alice" in s["text"] for s in everything["steps"][1:])
+
+    # A game in progress is never served; bad ids are 400.
+    (live_id,) = [r[0] for r in await h.server.store.fetch(
+        "SELECT id FROM games WHERE status = 'playing'")]  # fmt: skip
+    for suffix in ("", ".txt", "/replay?seat=all", "/replay?seat=0"):
+        status, _, body = await http(port, f"/api/games/{live_id}{suffix}")
+        assert status == 404 and orjson.loads(body)["error"]["code"] == "unknown_game"
+        status, _, body = await http(port, f"/api/games/0000000000000000{suffix}")
+        assert status == 404
+    for bad in ("xyz", "0123456789ABCDEF", "../../etc/passwd", "%00"):
+        status, _, body = await http(port, f"/api/games/{bad}")
+        assert status in (400, 404) and orjson.loads(body)["error"]["code"] in (
+            "bad_id",
+            "not_found",
+        )
+    status, _, body = await http(port, f"/api/games/{gid}/replay?seat=2")
+    assert status == 400
+    _, _, metrics = await http(port, "/metrics")
+    for name in ("stacko_store_commits_total", "stacko_store_commit_seconds_bucket",
+                 "stacko_store_batch_size_max", "stacko_store_errors_total 0.0"):  # fmt: skip
+        assert name.encode() in metrics, name
+
+
+@pytest.mark.parametrize("writer", ["loop", "thread"])
+async def test_no_frame_shows_a_move_before_it_is_committed(make_harness, tmp_path, writer):
+    store = StalledSQLite(tmp_path / "data", "normal", writer)
+    h = await make_harness(store=store)
+    g = await h.game(SMALL, spectators=1)
+    before = {c: len(states(c, g.code)) for c in g.everyone}
+    store.stalled = True  # from now on nothing commits
+    mover = g.seats[g.engine.to_move]
+    ply = mover.latest[g.code]["view"]["ply"]
+    await mover.request("move", room=g.code, ply=ply, move=mover.latest[g.code]["legal"][0])
+    await asyncio.sleep(0.1)
+    h.snap(g.code)
+    await asyncio.sleep(0.2)
+    assert g.engine.ply == ply + 1  # applied in memory ...
+    for c in g.everyone:  # ... and no frame shows it
+        assert len(states(c, g.code)) == before[c], c
+        assert all(f["view"]["ply"] == ply for f in states(c, g.code))
+    assert store.stats.held_frames >= 3
+    store.release()
+    for c in g.everyone:
+        await c.expect("state", room=g.code, seq=g.room.seq)
+        assert c.latest[g.code]["view"]["ply"] == ply + 1
+
+
+class StalledSQLite(SQLiteStore):
+    """A SQLite store whose writer stops receiving changes while ``stalled``."""
+
+    def __init__(self, *a, **k) -> None:
+        super().__init__(*a, **k)
+        self.stalled = False
+        self.parked: list = []
+
+    def _enqueue(self, ticket, ops) -> None:
+        if self.stalled:
+            self.parked.append((ticket, ops))
+        else:
+            super()._enqueue(ticket, ops)
+
+    def release(self) -> None:
+        self.stalled = False
+        for item in self.parked:
+            super()._enqueue(*item)
+        self.parked.clear()
+
+
+async def test_restart_resumes_games_with_old_tokens(make_harness, store_spec):
+    h1 = await make_harness(store=make_store(*store_spec))
+    g = await h1.game(SMALL, names=("alice", "bob"))
+    for _ in range(3):
+        await g.move()
+    code, ply = g.code, g.engine.ply
+    tokens = [c.token for c in g.seats]
+    await h1.server.shutdown(restart=True)
+    for c in g.seats:
+        assert await c.closed(5) == (1012, "service restart")
+    h1.clients.clear()
+    h2 = await make_harness(store=make_store(*store_spec))
+    assert h2.server.restored == 1
+    h2.snap(code)
+    room = h2.server.hub.rooms[code]
+    assert room.game.ply == ply and room.status == "playing"
+    assert [p.connected for p in room.players] == [False, False]
+    assert h2.clock.pending >= 2  # the grace timers (and the clockless game has no move timer)
+    seats = []
+    for seat, token in enumerate(tokens):
+        c = await h2.client(("alice", "bob")[seat], hello=False)
+        welcome = await c.hello(("alice", "bob")[seat], token)
+        assert welcome["resumed"] is True and welcome["rooms"] == [code]
+        state = await c.expect("state", room=code)
+        assert state["view"]["ply"] == ply and state["view"]["seat"] == seat
+        seats.append(c)
+    stranger = await h2.client("mallory", hello=False)
+    welcome = await stranger.hello("mallory", "A" * 32)  # an unknown token: a new session
+    assert welcome["resumed"] is False
+    from stacko_wire import Game
+
+    g2 = Game(h2, code, seats, [])
+    outcome = await g2.play_out()
+    assert outcome is not None
+    await h2.server.store.flush()
+    rows = await h2.server.store.fetch("SELECT status, plies FROM games")
+    assert rows == [("finished", g2.engine.ply)]
+    assert await h2.server.store.fetch("SELECT * FROM sessions") == []
+
+
+async def test_sessions_are_stored_only_as_hashes(make_harness, store_spec):
+    h = await make_harness(store=make_store(*store_spec))
+    g = await h.game(SMALL)
+    await g.move()
+    await h.server.store.flush()
+    dump = repr(await h.server.store.fetch("SELECT * FROM sessions"))
+    dump += repr(await h.server.store.fetch("SELECT * FROM games"))
+    dump += repr(await h.server.store.fetch("SELECT * FROM events"))
+    for c in g.seats:
+        assert c.token not in dump
+    import hashlib
+
+    assert hashlib.sha256(g.seats[0].token.encode()).hexdigest() in dump
+
+
+@pytest.mark.parametrize("writer", ["loop", "thread"])
+async def test_a_close_waits_behind_the_frames_held_before_it(make_harness, tmp_path, writer):
+    """A fatal error while a commit is pending: the error frame and then the close, in
+    that order, once the commit is done (a close that went first would lose the frame)."""
+    store = StalledSQLite(tmp_path / "data", "normal", writer)
+    h = await make_harness(store=store)
+    g = await h.game(SMALL)
+    store.stalled = True
+    mover = g.seats[g.engine.to_move]
+    frame = mover.latest[g.code]
+    await mover.request("move", room=g.code, ply=frame["view"]["ply"], move=frame["legal"][0])
+    rude = await h.client("rude", hello=False)
+    await rude.send({"type": "ping", "id": 1})  # before hello: fatal hello_required
+    await asyncio.sleep(0.2)
+    h.snap(g.code)
+    assert rude.frames == [] and not rude.done.is_set()
+    store.release()
+    error = await rude.expect("error")
+    assert error["code"] == "hello_required" and error["fatal"] is True
+    assert await rude.closed(5) == (1008, "hello_required")
+    for c in g.seats:
+        await c.expect("state", room=g.code, seq=g.room.seq)
+
+
+async def test_replay_of_a_very_long_game_is_refused(make_harness, store_spec, monkeypatch):
+    from server import records
+
+    monkeypatch.setattr(records, "MAX_REPLAY_EVENTS", 3)
+    h = await make_harness(store=make_store(*store_spec))
+    g = await h.game(SMALL)
+    await g.play_out()
+    await h.server.store.flush()
+    (gid,) = await finished_ids(h)
+    status, body = await get_json(h.server.port, f"/api/games/{gid}/replay?seat=0")
+    assert status == 413 and body["error"]["code"] == "too_long"
+    status, body = await get_json(h.server.port, f"/api/games/{gid}")
+    assert status == 200 and len(body["events"]) > 3
+
+
+async def test_the_side_to_move_is_not_charged_for_the_downtime(make_harness, store_spec):
+    h1 = await make_harness(store=make_store(*store_spec))
+    g = await h1.game({**SMALL, "clock_ms": 30_000})
+    await g.move()
+    h1.advance(20, g.code)  # the mover has 10 s left when the server goes down
+    code = g.code
+    await h1.server.shutdown(restart=True)
+    h1.clients.clear()
+    h2 = await make_harness(store=make_store(*store_spec))
+    room = h2.server.hub.rooms[code]
+    mover = room.game.to_move
+    assert room.deadline == h2.clock.time() + 30  # a whole clock again, not the 10 s left
+    h2.clock.advance(29)
+    assert room.game.ply == 1 and room.expiries == [0, 0]
+    h2.clock.advance(2)  # now it runs out: the timeout moves are played and recorded
+    assert room.expiries[mover] == 1 and room.game.ply > 1
