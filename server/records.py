@@ -181,10 +181,8 @@ class GameReplay:
         return "-" if seat is None else self.names.get(seat, f"seat {seat}")
 
     def _text(self, state: Any) -> str:
-        text = self.codec.describe(state.view(None))
-        for seat, name in self.names.items():
-            text = text.replace(f"seat {seat}", name)
-        return text
+        names = tuple(self.name(seat) for seat in range(len(self.names)))
+        return self.codec.describe(state.view(None), names)
 
     def walk(self) -> Any:
         """``(event, replay)`` after the deal and after each event (the same replay object)."""
