@@ -151,6 +151,8 @@ class Connection:
         self.close_now((code, reason))
 
     def close_now(self, how: tuple[int, str]) -> None:
+        """Close without waiting for the gate: what the gate releases, and what the server
+        does when the store failed (a failed store never releases anything)."""
         code, reason = how
         if self._closing is None:
             self._closing = (code, reason)
