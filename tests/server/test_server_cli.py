@@ -135,7 +135,7 @@ async def test_memory_only_server_closes_with_1001_and_keeps_no_records(tmp_path
     try:
         assert proc.stdout is not None
         line = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode()
-        match = re.search(r"stacko server on (ws://127\.0\.0\.1:(\d+)/)", line)
+        match = re.search(r"connect to (ws://127\.0\.0\.1:(\d+)/)", line)
         assert match, line
         status, body = await http_get(int(match.group(2)), "/api/games")
         assert status == 503 and '"no_store"' in body

@@ -37,7 +37,7 @@ async def start(data: Path, log) -> tuple[asyncio.subprocess.Process, str, int]:
     )  # fmt: skip
     assert proc.stdout is not None
     line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
-    m = re.search(r"stacko server on (ws://127\.0\.0\.1:(\d+)/)", line)
+    m = re.search(r"connect to (ws://127\.0\.0\.1:(\d+)/)", line)
     assert m, line
     return proc, m.group(1), int(m.group(2))
 
