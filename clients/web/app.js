@@ -606,6 +606,7 @@ function render() {
   const name = localStorage.getItem(NAME_KEY);
   show($("#who"), Boolean(name) && app.screen !== "name");
   $("#who-name").textContent = name ?? "";
+  $("#who-name").title = name ?? ""; // the full name where a phone cuts it short
   if (app.screen === "lobby") renderLobby();
   if (app.screen === "room") renderRoom();
 }
@@ -733,7 +734,11 @@ function renderRoom() {
   const game = room.game ?? info?.game ?? "stacko";
   const variant = info?.options?.variant;
   rulesLink.href = `rules-${game === "stakko" ? "stakko" : "stacko"}.html${variant && variant !== "basic" ? `#${variant}` : ""}`;
-  rulesLink.textContent = `Rules of ${rendererFor(game).title ?? "the game"}${variant && variant !== "basic" ? ` (${variant})` : ""}`;
+  // "Rules" stays on a phone; the rest is dropped there to keep the room's head on one line.
+  rulesLink.replaceChildren(
+    "Rules",
+    h("span", { class: "rules-of" }, ` of ${rendererFor(game).title ?? "the game"}${variant && variant !== "basic" ? ` (${variant})` : ""}`),
+  );
   replaceChildren($("#key-help"), rendererFor(game).help?.() ?? []);
   $("#room-kind").textContent = [
     info?.public ? "public" : "private",
@@ -756,7 +761,7 @@ function renderRoom() {
         "li",
         { class: `player${turn ? " to-move" : ""}${p && !p.connected ? " gone" : ""}`, dataset: { seat: String(s) } },
         h("span", { class: `dot${(p ? p.connected : room.view) ? " on" : ""}`, "aria-hidden": "true" }),
-        h("strong", {}, p || room.view ? names[s] : "waiting for a player…"),
+        h("strong", { class: "name", title: p?.name || null }, p || room.view ? names[s] : "waiting for a player…"),
         s === room.seat ? h("span", { class: "tag" }, "you") : null,
         p?.bot || (!p && room.botLevel && s !== room.seat) ? h("span", { class: "tag" }, `bot: ${p?.bot ?? room.botLevel}`) : null,
         p && !p.connected ? h("span", { class: "tag warn", dataset: { forfeit: String(s) } }, forfeitText(forfeit, now)) : null,

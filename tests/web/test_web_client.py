@@ -225,6 +225,8 @@ PHONE_JS = """() => {
   return {
     slot0: slot0 ? slot0.getBoundingClientRect().bottom : null,
     height: window.innerHeight,
+    width: window.innerWidth,
+    scrollWidth: document.documentElement.scrollWidth,
     scrollY: window.scrollY,
     targets: targets.length,
     small: targets.map((el) => ({el: el.id || el.className || el.tagName,
@@ -237,18 +239,22 @@ PHONE_JS = """() => {
 
 def check_phone_layout(p: Any) -> None:
     """Measured in the browser: slot 0 of the player's tower on the first screen (no
-    scrolling), every slot, button and control at least 44 CSS px tall."""
+    scrolling), nothing wider than the screen, every slot, button and control at least 44
+    CSS px tall."""
     p.page.evaluate("() => window.scrollTo(0, 0)")
     m = p.page.evaluate(PHONE_JS)
     assert m["slot0"] is not None and m["scrollY"] == 0
     assert m["slot0"] <= m["height"], m
+    assert m["scrollWidth"] <= m["width"], m
     assert m["targets"] > 10
     assert m["small"] == [], m["small"]
 
 
 def test_a_reloaded_page_resumes_its_game(server, new_player, screenshots) -> None:
-    alice = new_player("Alice")
-    bob = new_player("Bob", **PHONE)  # a phone: the layout is measured on it
+    # Names of 30 characters (32 is the most): the phone's layout holds with them in the top
+    # bar, the players' row, the tower titles and the texts naming the players.
+    alice = new_player("Alexandrina Featherstonehaughs")
+    bob = new_player("Bartholomew Wolkenstein-Ramsey", **PHONE)  # a phone: layout measured
     alice.open(server.http_url)
     alice.in_lobby()
     alice.page.uncheck("#public-check")  # a private room: joined by typing its code
@@ -263,7 +269,7 @@ def test_a_reloaded_page_resumes_its_game(server, new_player, screenshots) -> No
     bob.page.click("#join-form button[type=submit]")
     alice.wait_board()
     bob.wait_board()
-    check_phone_layout(bob)  # a tower of 10 slots, waiting for Alice
+    check_phone_layout(bob)  # a tower of 10 slots, waiting for Alexandrina
     bob.page.screenshot(path=screenshots / "phone-start.png")
 
     brick = open_brick(alice)

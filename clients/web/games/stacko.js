@@ -152,7 +152,7 @@ function towerView(ctx, seat, total, t) {
       dataset: { seat: String(seat), tower: mine ? "me" : ctx.seat == null ? `seat${seat}` : "opponent" },
       "aria-label": `${who}: tower`,
     },
-    h("h3", { class: "tower-title" }, who, h("span", { class: "run" }, score)),
+    h("h3", { class: "tower-title" }, h("span", { class: "name", title: who }, who), h("span", { class: "run" }, score)),
     h("ol", { class: "tower" }, slots),
   );
 }
