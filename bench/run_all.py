@@ -170,7 +170,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         res["loops"] = loops
 
     progress("== slow consumers")
-    ns = argparse.Namespace(matches=4, slow=8 if q else 20, max_outbox=512, timeout=90.0)
+    ns = argparse.Namespace(
+        matches=4, slow=8 if q else 20, max_outbox_bytes=1_048_576, timeout=90.0
+    )
     res["slow"] = await slow_consumer.scenario(ns)
     res["loadavg_end"] = loadavg()
     return res

@@ -13,6 +13,8 @@ import asyncio
 import http
 import logging
 import random
+import resource
+import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -24,16 +26,64 @@ from websockets.http11 import Request, Response
 from server import static
 from server.batch import WriteBatch
 from server.clock import Clock, SystemClock
-from server.config import ServerConfig
+from server.config import ServerConfig, derived_max_connections
 from server.connection import CLOSE_GOING_AWAY, Connection
 from server.hub import BotFactory, Hub
 from server.metrics import CONTENT_TYPE, Metrics
 from server.rng import SystemShuffle
-from server.wsconn import DirectServerConnection
+from server.wsconn import DirectServerConnection, SocketCount
 
 log = logging.getLogger("stacko.server")
 
 SHUTDOWN_REASON = "server shutting down"
+
+ACCEPT_ERROR = "socket.accept() out of system resource"
+
+
+class ThrottleAcceptErrors(logging.Filter):
+    """asyncio logs ``ACCEPT_ERROR`` with a traceback each time ``accept()`` fails for want
+    of descriptors, and retries every second per listening socket, and again at once when a
+    descriptor is freed: thousands of lines a second once the process is out of them. This
+    lets one through per ``interval`` seconds, saying how many it held back, with the
+    traceback only the first time."""
+
+    def __init__(self, interval: float = 10.0, now: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.interval = interval
+        self._now = now
+        self._last: float | None = None
+        self.held_back = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith(ACCEPT_ERROR):
+            return True
+        now = self._now()
+        if self._last is not None and now - self._last < self.interval:
+            self.held_back += 1
+            return False
+        if self._last is not None:
+            record.msg = (
+                f"{ACCEPT_ERROR} ({self.held_back} more in the last "
+                f"{now - self._last:.0f} s; lower --max-connections or raise the open-files "
+                "limit)"
+            )
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+        self._last = now
+        self.held_back = 0
+        return True
+
+
+def throttle_accept_errors() -> ThrottleAcceptErrors:
+    """Install the filter on asyncio's logger once per process; returns it."""
+    logger = logging.getLogger("asyncio")
+    for f in logger.filters:
+        if isinstance(f, ThrottleAcceptErrors):
+            return f
+    made = ThrottleAcceptErrors()
+    logger.addFilter(made)
+    return made
 
 
 def _default_bots() -> tuple[dict[str, list[str]], BotFactory | None]:
@@ -73,6 +123,12 @@ class Server:
         )
         self._ws: WsServer | None = None
         self.port = 0
+        self.sockets = SocketCount(2 * self.config.max_connections_per_ip)
+        self.max_connections = self.config.max_connections or derived_max_connections(
+            resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        )
+        """Open sockets above which upgrades are refused (503)."""
+        self.refused = {"max_connections": 0, "max_connections_per_ip": 0}
 
     def _soon(self, callback: Callable[[], None]) -> None:
         asyncio.get_running_loop().call_soon(callback)
@@ -81,8 +137,12 @@ class Server:
     def url(self) -> str:
         return f"ws://{self.config.host}:{self.port}/"
 
+    def _connection(self, *args: Any, **kwargs: Any) -> DirectServerConnection:
+        return DirectServerConnection(*args, sockets=self.sockets, **kwargs)
+
     async def start(self) -> None:
         cfg = self.config
+        throttle_accept_errors()
         self._ws = await serve(
             self._handle, cfg.host, cfg.port,
             max_size=cfg.hard_frame_bytes,
@@ -90,7 +150,8 @@ class Server:
             ping_interval=cfg.ping_interval_s, ping_timeout=cfg.ping_timeout_s,
             max_queue=16, write_limit=32_768,
             process_request=self._http,
-            server_header="stacko", create_connection=DirectServerConnection,
+            server_header="stacko",
+            create_connection=self._connection,  # type: ignore[arg-type]  # a factory will do
         )  # fmt: skip
         self.port = self._ws.sockets[0].getsockname()[1] if self._ws.sockets else cfg.port
         log.info("stacko server listening on %s", self.url)
@@ -137,7 +198,7 @@ class Server:
     def _http(self, ws: ServerConnection, request: Request) -> Response | None:
         """Plain HTTP on the same port; WebSocket upgrades pass through."""
         if request.headers.get("Upgrade", "").lower() == "websocket":
-            return None
+            return self._admit(ws)
         path = request.path.split("?", 1)[0]
         if path == "/healthz":
             return ws.respond(http.HTTPStatus.OK, "ok\n")
@@ -150,6 +211,19 @@ class Server:
         if page is not None:
             return page
         return ws.respond(http.HTTPStatus.NOT_FOUND, "not found\n")
+
+    def _admit(self, ws: ServerConnection) -> Response | None:
+        """Descriptors are finite: an upgrade over ``max_connections`` open sockets gets 503,
+        one from an address over ``max_connections_per_ip`` gets 429 (each counts itself)."""
+        sockets = self.sockets
+        if sockets.total > self.max_connections:
+            self.refused["max_connections"] += 1
+            return ws.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, "max_connections\n")
+        cap = self.config.max_connections_per_ip
+        if cap and isinstance(ws, DirectServerConnection) and sockets.by_ip.get(ws.ip, 0) > cap:
+            self.refused["max_connections_per_ip"] += 1
+            return ws.respond(http.HTTPStatus.TOO_MANY_REQUESTS, "max_connections_per_ip\n")
+        return None
 
     def stats(self) -> dict[str, Any]:
         return {"connections": len(self.connections), "rooms": len(self.hub.rooms)}

@@ -142,7 +142,7 @@ class Hub:
         session.peer = None
         self._detach(session)
         session.expiry = self.clock.call_at(
-            self.clock.time() + self.config.reconnect_grace_s, lambda: self._expire(session)
+            self.clock.monotonic() + self.config.reconnect_grace_s, lambda: self._expire(session)
         )
 
     def _detach(self, session: Session) -> None:

@@ -87,6 +87,9 @@ class Room:
     rematch: set[int] = field(default_factory=set)
     expiries: list[int] = field(default_factory=lambda: [0, 0])
     deadline: float | None = None
+    """When the seat to move runs out of time, on the clock's monotonic scale."""
+    deadline_wall: float = 0.0
+    """The same moment on the wall clock (epoch seconds), as ``deadline_ms`` shows it."""
     _clock_timer: Timer | None = None
     _forfeit_timers: dict[int, Timer] = field(default_factory=dict)
 
@@ -170,7 +173,7 @@ class Room:
         if player is None:
             return
         player.peer = None
-        player.gone_at = self.hooks.clock.time()
+        player.gone_at = self.hooks.clock.monotonic()
         grace = self.hooks.reconnect_grace_s
         self._forfeit_timers[seat] = self.hooks.clock.call_at(
             player.gone_at + grace, lambda: self._grace_over(seat)
@@ -315,7 +318,9 @@ class Room:
         self._clock_timer = None
         self.deadline = None
         if self.clock_ms is not None and game.outcome() is None:
-            self.deadline = self.hooks.clock.time() + self.clock_ms / 1000
+            clock = self.hooks.clock
+            self.deadline = clock.monotonic() + self.clock_ms / 1000
+            self.deadline_wall = clock.time() + self.clock_ms / 1000
         try:
             self._broadcast(note, request)
         finally:
@@ -380,8 +385,8 @@ class Room:
         assert self.game is not None
         deadline_ms = clock_ms = None
         if self.deadline is not None:
-            deadline_ms = int(self.deadline * 1000)
-            clock_ms = max(0, deadline_ms - int(self.hooks.clock.time() * 1000))
+            deadline_ms = int(self.deadline_wall * 1000)
+            clock_ms = max(0, int(self.deadline * 1000) - int(self.hooks.clock.monotonic() * 1000))
         return frames.state(
             self.codec, self.game.view(seat), room=self.code, seq=self.seq,
             deadline_ms=deadline_ms, clock_ms=clock_ms, id=request_id, note=note,
@@ -412,7 +417,7 @@ class Room:
         self._room_update(f"seat {seat} joined", skip=seat, starting=self.ready())
 
     def _room_update(self, text: str, skip: int | None = None, *, starting: bool = False) -> None:
-        now = self.hooks.clock.time()
+        now = self.hooks.clock.monotonic()
         grace = self.hooks.reconnect_grace_s
         forfeit = {
             str(s): max(0, int((p.gone_at + grace - now) * 1000))

@@ -11,10 +11,18 @@ unfragmented data frame instead. Everything unusual takes websockets' own path t
 with 1007), and anything that arrives before ``on_message`` is set (a frame pipelined with
 the upgrade request). Order is kept: from the moment a message takes that path until its
 reader says it has handled it (``handled``), later messages take the path too.
+
+It also holds the transport-level limits a client must not get around (issue 14): every
+control frame (ping, pong) goes through ``on_control`` (the connection's rate limit) before
+websockets answers it, reading stops while the socket's writes are paused (a peer that does
+not read cannot make the server write more pongs than one read's worth), and the sockets of
+one server are counted per remote address in a ``SocketCount`` (``max_connections``,
+``max_connections_per_ip``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +35,36 @@ from websockets.speedups import apply_mask
 log = logging.getLogger("stacko.connection")
 
 _DATA = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
+_CONTROL = (Opcode.PING, Opcode.PONG)
 _OPCODES = frozenset(op.value for op in Opcode)
+
+
+class SocketCount:
+    """Open sockets of one server, in all and per remote address: from the TCP accept to
+    the end, handshake done or not, WebSocket or plain HTTP (each holds a descriptor).
+    ``cut_per_ip``: above this many from one address, a new socket is closed at once, before
+    its request (0: never); below it the request gets its coded HTTP refusal."""
+
+    __slots__ = ("by_ip", "cut_per_ip", "total")
+
+    def __init__(self, cut_per_ip: int = 0) -> None:
+        self.total = 0
+        self.by_ip: dict[str, int] = {}
+        self.cut_per_ip = cut_per_ip
+
+    def opened(self, ip: str) -> bool:
+        """Count a new socket; ``False``: close it now."""
+        self.total += 1
+        n = self.by_ip[ip] = self.by_ip.get(ip, 0) + 1
+        return not self.cut_per_ip or n <= self.cut_per_ip
+
+    def closed(self, ip: str) -> None:
+        self.total -= 1
+        left = self.by_ip.get(ip, 0) - 1
+        if left > 0:
+            self.by_ip[ip] = left
+        else:
+            self.by_ip.pop(ip, None)
 
 
 def read_header(buf: bytes | bytearray, pos: int) -> tuple[int, int] | None:
@@ -49,9 +86,15 @@ class DirectServerConnection(ServerConnection):
     """Connections of this process that ended (WebSocket or plain HTTP, handshake done or
     not): ``Server.departures`` reads it for the paced collector, which is process-wide too."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, sockets: SocketCount | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.on_message: Callable[[str | bytes], None] | None = None
+        self.on_control: Callable[[], bool] | None = None
+        """Called for every ping and pong the client sends; ``False``: drop it unanswered
+        (the connection is over its limits and closing)."""
+        self.sockets = sockets
+        self.ip = ""
+        """The remote address, as counted in ``sockets``."""
         self.queued = 0
         """Messages put on websockets' queue whose reader has not called ``handled`` yet
         (a fragmented message counts from its first fragment)."""
@@ -108,7 +151,9 @@ class DirectServerConnection(ServerConnection):
             end = pos + head + 4 + length
             if end > n:
                 break
-            if b0 == 0x81 and not self.queued and protocol.state is State.OPEN:
+            if b0 & 0x0F in (0x9, 0xA) and not self._control_allowed():
+                pass  # over the limits: not answered (a close still reaches websockets)
+            elif b0 == 0x81 and not self.queued and protocol.state is State.OPEN:
                 mask = buf[pos + head : pos + head + 4]
                 try:
                     text = apply_mask(buf[pos + head + 4 : end], mask).decode()
@@ -147,9 +192,42 @@ class DirectServerConnection(ServerConnection):
         if end + 4 < len(seen):
             self._framer = False
 
+    def _control_allowed(self) -> bool:
+        hook = self.on_control
+        return hook is None or hook()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self.recv_messages.resume = self._queue_drained  # reading has two reasons to pause
+        if self.sockets is not None:
+            peer = transport.get_extra_info("peername")
+            self.ip = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+            if not self.sockets.opened(self.ip):
+                self.transport.abort()  # holding descriptors without even a request: no answer
+
     def connection_lost(self, exc: Exception | None) -> None:
         DirectServerConnection.lost += 1
+        if self.sockets is not None:
+            self.sockets.closed(self.ip)
+            self.sockets = None
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The socket's write buffer is over its high-water mark: the peer is not reading.
+        Stop reading it too, so that what it sends (pings above all, each answered with a
+        pong) cannot grow that buffer further; reading resumes once it has drained."""
+        super().pause_writing()
+        self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if not self.recv_messages.paused and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    def _queue_drained(self) -> None:
+        """websockets' message queue has room again: read, unless writes are paused."""
+        if not self.paused and not self.transport.is_closing():
+            self.transport.resume_reading()
 
     def handled(self) -> None:
         """The reader has handled a message it took with ``recv()``."""
@@ -158,6 +236,10 @@ class DirectServerConnection(ServerConnection):
 
     def process_event(self, event: Event) -> None:
         if self.request is None or not isinstance(event, Frame) or event.opcode not in _DATA:
+            if not self._framer and isinstance(event, Frame) and event.opcode in _CONTROL:
+                # websockets parsed it (the framer counts its own before handing them over);
+                # its pong is already written: counted after the fact, still counted.
+                self._control_allowed()
             super().process_event(event)  # the handshake, control frames: websockets' own
             return
         deliver = self.on_message
@@ -180,7 +262,7 @@ class DirectServerConnection(ServerConnection):
             deliver(data)
         except Exception:  # never out of data_received: that would abort the transport
             log.exception("internal error while handling a frame")
-            self.protocol.fail(CloseCode.INTERNAL_ERROR, "internal error")
+            self.protocol.fail(CloseCode.INTERNAL_ERROR, "internal_error")
             self.send_data()
 
     def _queue(self, event: Frame) -> None:
