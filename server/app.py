@@ -123,7 +123,7 @@ class Server:
         )
         self._ws: WsServer | None = None
         self.port = 0
-        self.sockets = SocketCount(2 * self.config.max_connections_per_ip)
+        self.sockets = SocketCount(self.config.max_connections_per_ip)
         self.max_connections = self.config.max_connections or derived_max_connections(
             resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         )
@@ -213,16 +213,20 @@ class Server:
         return ws.respond(http.HTTPStatus.NOT_FOUND, "not found\n")
 
     def _admit(self, ws: ServerConnection) -> Response | None:
-        """Descriptors are finite: an upgrade over ``max_connections`` open sockets gets 503,
-        one from an address over ``max_connections_per_ip`` gets 429 (each counts itself)."""
+        """Descriptors are finite: an upgrade while over ``max_connections`` open sockets
+        (this one counted) gets 503; one from an address that already holds
+        ``max_connections_per_ip`` upgraded connections gets 429."""
         sockets = self.sockets
         if sockets.total > self.max_connections:
             self.refused["max_connections"] += 1
             return ws.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, "max_connections\n")
+        assert isinstance(ws, DirectServerConnection)  # serve(create_connection=...) above
         cap = self.config.max_connections_per_ip
-        if cap and isinstance(ws, DirectServerConnection) and sockets.by_ip.get(ws.ip, 0) > cap:
+        if cap and sockets.admitted.get(ws.ip, 0) >= cap:
             self.refused["max_connections_per_ip"] += 1
             return ws.respond(http.HTTPStatus.TOO_MANY_REQUESTS, "max_connections_per_ip\n")
+        sockets.admit(ws.ip)
+        ws.admitted = True
         return None
 
     def stats(self) -> dict[str, Any]:

@@ -31,7 +31,8 @@ class ServerConfig:
     """Open sockets above which WebSocket upgrades get HTTP 503; 0: derived from the
     open-files limit at start (``derived_max_connections``)."""
     max_connections_per_ip: int = 256
-    """Open sockets from one address above which its upgrades get HTTP 429; 0: no cap."""
+    """Open sockets from one address above which its upgrades get HTTP 429 (ten a second;
+    further sockets from it are closed at accept); 0: no cap."""
     compression: bool = False
     """Per-message deflate; off by default (frames are small and latency matters)."""
     log_level: str = "INFO"

@@ -35,6 +35,9 @@ CLOSE_GOING_AWAY = 1001
 CLOSE_POLICY = 1008
 CLOSE_INTERNAL = 1011
 
+LATE_FRAMES = 64
+"""Frames a client may send after the server closed before it stops reading them."""
+
 
 class Connection:
     """A ``Peer`` for the hub and rooms: ``send`` never blocks and never raises."""
@@ -79,6 +82,7 @@ class Connection:
         self._wake = asyncio.Event()
         self._closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._closing: tuple[int, str] | None = None
+        self._late = 0
         self._now = clock.monotonic  # a wall-clock step must not empty (or fill) a bucket
         self._rate = float(config.rate_per_second)
         self._burst = float(config.burst)
@@ -126,6 +130,7 @@ class Connection:
         """A ping or pong from the client: it counts toward the rate limit like any frame,
         and its pong toward what the connection holds. ``False``: not answered."""
         if self._closing is not None:
+            self._stop_reading()
             return False
         if self.metrics is not None:
             self.metrics.frames_in += 1
@@ -175,6 +180,17 @@ class Connection:
             self._wake.set()
             if not self._closed.done():
                 self._closed.set_result(None)
+
+    def _stop_reading(self) -> None:
+        """A frame after a fatal error or a close. A few are in flight from any client; a
+        flooder does not stop when told to, and reading (framing, unmasking) what it sends
+        is work for nothing: past ``LATE_FRAMES`` the connection reads nothing more (nor the
+        client's answer to the close), and the TCP connection is cut a second later, time
+        for the close frame to go out."""
+        self._late += 1
+        if self._late > LATE_FRAMES and not self.ws.deaf:
+            self.ws.stop_reading()
+            asyncio.get_running_loop().call_later(1.0, self._abort)
 
     def _abort(self) -> None:
         transport = self._transport
@@ -256,7 +272,8 @@ class Connection:
 
     def _on_frame(self, data: str | bytes) -> None:
         if self._closing is not None:
-            return  # after a fatal error or a close, nothing more is handled
+            self._stop_reading()  # after a fatal error or a close, nothing more is handled
+            return
         started = time.perf_counter()
         if self.metrics is not None:
             self.metrics.frames_in += 1

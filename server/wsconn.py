@@ -42,29 +42,58 @@ _OPCODES = frozenset(op.value for op in Opcode)
 class SocketCount:
     """Open sockets of one server, in all and per remote address: from the TCP accept to
     the end, handshake done or not, WebSocket or plain HTTP (each holds a descriptor).
-    ``cut_per_ip``: above this many from one address, a new socket is closed at once, before
-    its request (0: never); below it the request gets its coded HTTP refusal."""
 
-    __slots__ = ("by_ip", "cut_per_ip", "total")
+    An address over ``per_ip`` sockets (0: no cap) gets its coded refusal (HTTP 429, from
+    ``Server``) for at most ``REFUSALS_PER_S`` new sockets a second; the others are closed
+    at accept, before any request: a client opening sockets in a loop must not buy a
+    handshake and an answer each (a few hundred microseconds of the loop) for nothing."""
 
-    def __init__(self, cut_per_ip: int = 0) -> None:
+    REFUSALS_PER_S = 10.0
+
+    __slots__ = ("_refusals", "admitted", "by_ip", "per_ip", "total")
+
+    def __init__(self, per_ip: int = 0) -> None:
         self.total = 0
         self.by_ip: dict[str, int] = {}
-        self.cut_per_ip = cut_per_ip
+        self.admitted: dict[str, int] = {}
+        """WebSocket upgrades let through per address (``Server`` caps these: a socket's
+        request must not be refused for sockets opened after it)."""
+        self.per_ip = per_ip
+        self._refusals: dict[str, tuple[float, float]] = {}
+        """Per address over its cap: (tokens, when last counted), a token bucket."""
 
-    def opened(self, ip: str) -> bool:
+    def opened(self, ip: str, now: float) -> bool:
         """Count a new socket; ``False``: close it now."""
         self.total += 1
         n = self.by_ip[ip] = self.by_ip.get(ip, 0) + 1
-        return not self.cut_per_ip or n <= self.cut_per_ip
+        if not self.per_ip or n <= self.per_ip:
+            return True
+        rate = self.REFUSALS_PER_S
+        tokens, last = self._refusals.get(ip, (rate, now))
+        tokens = min(rate, tokens + (now - last) * rate)
+        if tokens < 1.0:
+            self._refusals[ip] = (tokens, now)
+            return False
+        self._refusals[ip] = (tokens - 1.0, now)
+        return True
 
-    def closed(self, ip: str) -> None:
+    def admit(self, ip: str) -> None:
+        self.admitted[ip] = self.admitted.get(ip, 0) + 1
+
+    def closed(self, ip: str, admitted: bool) -> None:
+        if admitted:
+            left = self.admitted.get(ip, 0) - 1
+            if left > 0:
+                self.admitted[ip] = left
+            else:
+                self.admitted.pop(ip, None)
         self.total -= 1
         left = self.by_ip.get(ip, 0) - 1
         if left > 0:
             self.by_ip[ip] = left
         else:
             self.by_ip.pop(ip, None)
+            self._refusals.pop(ip, None)
 
 
 def read_header(buf: bytes | bytearray, pos: int) -> tuple[int, int] | None:
@@ -92,7 +121,11 @@ class DirectServerConnection(ServerConnection):
         self.on_control: Callable[[], bool] | None = None
         """Called for every ping and pong the client sends; ``False``: drop it unanswered
         (the connection is over its limits and closing)."""
+        self.deaf = False
+        """Reading stopped for good (``stop_reading``)."""
         self.sockets = sockets
+        self.admitted = False
+        """Counted in ``sockets.admitted``."""
         self.ip = ""
         """The remote address, as counted in ``sockets``."""
         self.queued = 0
@@ -202,13 +235,13 @@ class DirectServerConnection(ServerConnection):
         if self.sockets is not None:
             peer = transport.get_extra_info("peername")
             self.ip = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
-            if not self.sockets.opened(self.ip):
+            if not self.sockets.opened(self.ip, self.loop.time()):
                 self.transport.abort()  # holding descriptors without even a request: no answer
 
     def connection_lost(self, exc: Exception | None) -> None:
         DirectServerConnection.lost += 1
         if self.sockets is not None:
-            self.sockets.closed(self.ip)
+            self.sockets.closed(self.ip, self.admitted)
             self.sockets = None
         super().connection_lost(exc)
 
@@ -221,13 +254,19 @@ class DirectServerConnection(ServerConnection):
 
     def resume_writing(self) -> None:
         super().resume_writing()
-        if not self.recv_messages.paused and not self.transport.is_closing():
+        if not self.recv_messages.paused and not self.deaf and not self.transport.is_closing():
             self.transport.resume_reading()
 
     def _queue_drained(self) -> None:
         """websockets' message queue has room again: read, unless writes are paused."""
-        if not self.paused and not self.transport.is_closing():
+        if not self.paused and not self.deaf and not self.transport.is_closing():
             self.transport.resume_reading()
+
+    def stop_reading(self) -> None:
+        """Read nothing more from this client, whatever drains."""
+        self.deaf = True
+        if not self.transport.is_closing():
+            self.transport.pause_reading()
 
     def handled(self) -> None:
         """The reader has handled a message it took with ``recv()``."""
