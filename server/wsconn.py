@@ -194,6 +194,9 @@ class DirectServerConnection(ServerConnection):
                     super().data_received(bytes(buf[pos:end]))  # websockets closes with 1007
                 else:
                     self._deliver(deliver, text)
+                    if self.deaf:  # told to read no more: the rest of this read too
+                        self._buf = bytearray()
+                        return
             else:
                 super().data_received(bytes(buf[pos:end]))
             pos = end
