@@ -126,6 +126,10 @@ class Connection:
         loop = asyncio.get_running_loop()
         loop.call_later(self.ws.close_timeout or 0.0, self._abort)
 
+    def _on_paused(self) -> None:
+        if self._closing is None and self._holding() > self._max_held:
+            self._drop_slow()
+
     def _on_control(self) -> bool:
         """A ping or pong from the client: it counts toward the rate limit like any frame,
         and its pong toward what the connection holds. ``False``: not answered."""
@@ -250,6 +254,7 @@ class Connection:
         hello = loop.call_later(self.config.hello_timeout_s, self._hello_overdue)
         ws.on_message = self._on_frame
         ws.on_control = self._on_control
+        ws.on_paused = self._on_paused
         try:
             while self._closing is None:
                 recv = asyncio.ensure_future(ws.recv())

@@ -121,6 +121,8 @@ class DirectServerConnection(ServerConnection):
         self.on_control: Callable[[], bool] | None = None
         """Called for every ping and pong the client sends; ``False``: drop it unanswered
         (the connection is over its limits and closing)."""
+        self.on_paused: Callable[[], None] | None = None
+        """Called when the socket's writes pause (its buffer passed the high-water mark)."""
         self.deaf = False
         """Reading stopped for good (``stop_reading``)."""
         self.sockets = sockets
@@ -254,6 +256,8 @@ class DirectServerConnection(ServerConnection):
         pong) cannot grow that buffer further; reading resumes once it has drained."""
         super().pause_writing()
         self.transport.pause_reading()
+        if self.on_paused is not None:
+            self.on_paused()  # the last check of what it holds until it reads again
 
     def resume_writing(self) -> None:
         super().resume_writing()
