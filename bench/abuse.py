@@ -315,7 +315,7 @@ async def public_rooms(url: str, n: int, errors: Counter[str]) -> list[LeanClien
 
 async def pair(url: str, seconds: float) -> dict[str, Any]:
     res = await driver.run("match", [url], 1, pace=PACE, duration=seconds, warmup=0.5,
-                           options=PAIR_OPTIONS, seed=7)  # fmt: skip
+                           options=PAIR_OPTIONS, seed=7, setup_timeout=10)  # fmt: skip
     s = res.summary
     return {
         "latency": percentiles(res.lat), "moves": s["moves"], "errors": s["errors"],
