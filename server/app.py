@@ -123,7 +123,9 @@ class Server:
         )
         self._ws: WsServer | None = None
         self.port = 0
-        self.sockets = SocketCount(self.config.max_connections_per_ip)
+        self.sockets = SocketCount(
+            self.config.max_connections_per_ip, self.config.new_connections_per_ip_per_s
+        )
         self.max_connections = self.config.max_connections or derived_max_connections(
             resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         )
@@ -215,14 +217,15 @@ class Server:
     def _admit(self, ws: ServerConnection) -> Response | None:
         """Descriptors are finite: an upgrade while over ``max_connections`` open sockets
         (this one counted) gets 503; one from an address that already holds
-        ``max_connections_per_ip`` upgraded connections gets 429."""
+        ``max_connections_per_ip`` upgraded connections, or that opens sockets faster than
+        ``new_connections_per_ip_per_s``, gets 429."""
         sockets = self.sockets
         if sockets.total > self.max_connections:
             self.refused["max_connections"] += 1
             return ws.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, "max_connections\n")
         assert isinstance(ws, DirectServerConnection)  # serve(create_connection=...) above
         cap = self.config.max_connections_per_ip
-        if cap and sockets.admitted.get(ws.ip, 0) >= cap:
+        if cap and (ws.refuse or sockets.admitted.get(ws.ip, 0) >= cap):
             self.refused["max_connections_per_ip"] += 1
             return ws.respond(http.HTTPStatus.TOO_MANY_REQUESTS, "max_connections_per_ip\n")
         sockets.admit(ws.ip)

@@ -31,6 +31,9 @@ class ServerConfig:
     """Open sockets above which WebSocket upgrades get HTTP 503; 0: derived from the
     open-files limit at start (``derived_max_connections``)."""
     max_connections_per_ip: int = 256
+    new_connections_per_ip_per_s: float = 50.0
+    """New sockets one address may open per second, in bursts of ``max_connections_per_ip``
+    (HTTP 429, then closed at accept); 0: no limit. Off with ``max_connections_per_ip`` 0."""
     """Open sockets from one address above which its upgrades get HTTP 429 (ten a second;
     further sockets from it are closed at accept); 0: no cap."""
     compression: bool = False
@@ -72,6 +75,8 @@ _HELP = {
     "open-files limit less a tenth (at least 64) kept in reserve",
     "max_connections_per_ip": "open connections from one IP address above which its upgrades "
     "get HTTP 429; 0: no cap",
+    "new_connections_per_ip_per_s": "new connections one IP address may open per second, in "
+    "bursts of max_connections_per_ip, before its upgrades get HTTP 429; 0: no limit",
     "compression": "enable permessage-deflate",
     "log_level": "DEBUG, INFO, WARNING or ERROR",
     "loop": "event loop: asyncio, or uvloop if installed (pip install uvloop)",

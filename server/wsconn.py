@@ -39,43 +39,69 @@ _CONTROL = (Opcode.PING, Opcode.PONG)
 _OPCODES = frozenset(op.value for op in Opcode)
 
 
+ADMIT, REFUSE, CUT = 0, 1, 2
+"""What ``SocketCount.opened`` says of a new socket: let its request through, answer it with
+HTTP 429, or close it at once."""
+
+
+def _take(buckets: dict[str, tuple[float, float]], ip: str, now: float, rate: float,
+          burst: float) -> bool:  # fmt: skip
+    """A token from ``ip``'s bucket (full at first), if it has one."""
+    tokens, last = buckets.get(ip, (burst, now))
+    tokens = min(burst, tokens + (now - last) * rate)
+    ok = tokens >= 1.0
+    buckets[ip] = (tokens - 1.0 if ok else tokens, now)
+    return ok
+
+
 class SocketCount:
     """Open sockets of one server, in all and per remote address: from the TCP accept to
     the end, handshake done or not, WebSocket or plain HTTP (each holds a descriptor).
 
-    An address over ``per_ip`` sockets (0: no cap) gets its coded refusal (HTTP 429, from
-    ``Server``) for at most ``REFUSALS_PER_S`` new sockets a second; the others are closed
-    at accept, before any request: a client opening sockets in a loop must not buy a
-    handshake and an answer each (a few hundred microseconds of the loop) for nothing."""
+    An address may open ``per_ip_per_s`` new sockets a second (in bursts of ``per_ip``) and
+    hold ``per_ip`` upgraded connections (0: neither limit). Over either, it gets its coded
+    refusal (HTTP 429, from ``Server``) for at most ``REFUSALS_PER_S`` sockets a second and
+    the others are closed at accept, before any request: a client opening sockets in a loop
+    must not buy a handshake (a few hundred microseconds of the loop) for each."""
 
     REFUSALS_PER_S = 10.0
+    MAX_BUCKETS = 10_000
+    """Addresses remembered for the new-socket rate; beyond, the full buckets are forgotten."""
 
-    __slots__ = ("_refusals", "admitted", "by_ip", "per_ip", "total")
+    __slots__ = ("_opens", "_refusals", "admitted", "by_ip", "per_ip", "per_ip_per_s", "total")
 
-    def __init__(self, per_ip: int = 0) -> None:
+    def __init__(self, per_ip: int = 0, per_ip_per_s: float = 0.0) -> None:
         self.total = 0
         self.by_ip: dict[str, int] = {}
         self.admitted: dict[str, int] = {}
         """WebSocket upgrades let through per address (``Server`` caps these: a socket's
         request must not be refused for sockets opened after it)."""
         self.per_ip = per_ip
+        self.per_ip_per_s = per_ip_per_s
+        self._opens: dict[str, tuple[float, float]] = {}
+        """Per address: new sockets, a token bucket (tokens, when last counted); kept after
+        its sockets close, so that connecting one at a time does not refill it."""
         self._refusals: dict[str, tuple[float, float]] = {}
-        """Per address over its cap: (tokens, when last counted), a token bucket."""
+        """Per address over a limit: its HTTP 429 answers, a token bucket."""
 
-    def opened(self, ip: str, now: float) -> bool:
-        """Count a new socket; ``False``: close it now."""
+    def opened(self, ip: str, now: float) -> int:
+        """Count a new socket: ``ADMIT``, ``REFUSE`` or ``CUT``."""
         self.total += 1
         n = self.by_ip[ip] = self.by_ip.get(ip, 0) + 1
-        if not self.per_ip or n <= self.per_ip:
-            return True
-        rate = self.REFUSALS_PER_S
-        tokens, last = self._refusals.get(ip, (rate, now))
-        tokens = min(rate, tokens + (now - last) * rate)
-        if tokens < 1.0:
-            self._refusals[ip] = (tokens, now)
-            return False
-        self._refusals[ip] = (tokens - 1.0, now)
-        return True
+        if not self.per_ip:
+            return ADMIT
+        over = n > self.per_ip
+        rate = self.per_ip_per_s
+        if rate > 0:
+            opens = self._opens
+            if len(opens) > self.MAX_BUCKETS:
+                full = self.per_ip / rate
+                self._opens = opens = {k: v for k, v in opens.items() if now - v[1] < full}
+            over = not _take(opens, ip, now, rate, float(self.per_ip)) or over
+        if not over:
+            return ADMIT
+        limit = self.REFUSALS_PER_S
+        return REFUSE if _take(self._refusals, ip, now, limit, limit) else CUT
 
     def admit(self, ip: str) -> None:
         self.admitted[ip] = self.admitted.get(ip, 0) + 1
@@ -128,6 +154,8 @@ class DirectServerConnection(ServerConnection):
         self.sockets = sockets
         self.admitted = False
         """Counted in ``sockets.admitted``."""
+        self.refuse = False
+        """Over its address's new-socket rate: its upgrade gets HTTP 429."""
         self.ip = ""
         """The remote address, as counted in ``sockets``."""
         self.queued = 0
@@ -240,8 +268,10 @@ class DirectServerConnection(ServerConnection):
         if self.sockets is not None:
             peer = transport.get_extra_info("peername")
             self.ip = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
-            if not self.sockets.opened(self.ip, self.loop.time()):
-                self.transport.abort()  # holding descriptors without even a request: no answer
+            verdict = self.sockets.opened(self.ip, self.loop.time())
+            if verdict == CUT:
+                self.transport.abort()  # opening sockets in a loop: no answer at all
+            self.refuse = verdict == REFUSE
 
     def connection_lost(self, exc: Exception | None) -> None:
         DirectServerConnection.lost += 1

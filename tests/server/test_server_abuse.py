@@ -203,6 +203,23 @@ async def test_max_connections_per_ip_refuses_with_429_and_cuts_idle_sockets(
         writer.close()
 
 
+async def test_an_address_opening_connections_in_a_loop_is_refused(make_harness) -> None:
+    """Each connection closed at once (a reconnect loop: rate_limited, reconnect, flood):
+    before, every one cost a handshake, whatever the rate. Now an address gets its burst
+    (max_connections_per_ip), then new_connections_per_ip_per_s, then 429."""
+    h = await make_harness(max_connections_per_ip=4, new_connections_per_ip_per_s=0.1)
+    for i in range(4):
+        await (await h.client(f"c{i}")).close()
+    for _ in range(100):
+        if not h.server.sockets.by_ip:
+            break
+        await asyncio.sleep(0.01)
+    assert not h.server.sockets.admitted  # nobody holds a connection any more
+    with pytest.raises(InvalidStatus) as refused:
+        await Client.open(h.url, "fifth")
+    assert refused.value.response.status_code == 429
+
+
 def test_the_default_max_connections_stays_below_the_open_files_limit() -> None:
     assert derived_max_connections(20_000) == 18_000
     assert derived_max_connections(1024) == 922
