@@ -1,12 +1,13 @@
 """Time, injected: the server reads it and schedules with it, so tests can move it by hand.
 
-Game clocks, grace periods and rate limits all go through a ``Clock``; nothing else in the
-server reads the time. Two scales: ``monotonic`` for everything the server measures or
-schedules (rate-limit buckets, move clocks, grace periods, session expiry), so that a step of
-the wall clock (NTP, a resumed VM) changes none of them; ``time`` (the epoch) only where the
-wire shows a moment (``deadline_ms``). ``FakeClock.advance`` fires due callbacks
-synchronously, so a test of clock expiry or forfeit never sleeps, and ``FakeClock.step_wall``
-moves the wall clock alone.
+Game clocks, grace periods and the per-connection rate limit all go through a ``Clock``;
+the transport's per-address counters (``server.wsconn.SocketCount``) read the event loop's
+own clock, monotonic too, and nothing else in the server reads the time. Two scales:
+``monotonic`` for everything the server measures or schedules (rate-limit buckets, move
+clocks, grace periods, session expiry), so that a step of the wall clock (NTP, a resumed
+VM) changes none of them; ``time`` (the epoch) only where the wire shows a moment
+(``deadline_ms``). ``FakeClock.advance`` fires due callbacks synchronously, so a test of
+clock expiry or forfeit never sleeps, and ``FakeClock.step_wall`` moves the wall clock alone.
 """
 
 from __future__ import annotations
