@@ -209,7 +209,13 @@ async def _measure(
     gc_interval_s: float,
 ) -> dict[str, Any]:
     server = Server(
-        ServerConfig(host="127.0.0.1", port=0, rate_per_second=1_000_000, burst=1_000_000)
+        ServerConfig(
+            host="127.0.0.1",
+            port=0,
+            rate_per_second=1_000_000,
+            burst=1_000_000,
+            max_connections_per_ip=0,
+        )
     )
     pacer = None
     proc = None
