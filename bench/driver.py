@@ -702,6 +702,7 @@ async def run(
     label: str = "",
     on_progress: Callable[[float, dict[str, Any]], None] | None = None,
     before_close: Callable[[], Awaitable[None]] | None = None,
+    setup_timeout: float = 120.0,
 ) -> RunResult:
     """Set up ``units`` units over ``procs`` workers, play, collect, close."""
     procs = max(1, min(procs, units))
@@ -711,7 +712,7 @@ async def run(
             duration=duration, warmup=warmup,
             options=options if options is not None else {"turn_cap": 30, "rounds": 1},
             games=games, rematch_delay=rematch_delay, public=public,
-            seed=None if seed is None else seed + k,
+            seed=None if seed is None else seed + k, setup_timeout=setup_timeout,
         )
         for k in range(procs)
     ]  # fmt: skip

@@ -19,7 +19,9 @@ Steps (each a subprocess or the same code as the single tools):
 5. one vs two server processes at saturation: N and 2N matches at pace 0 with the game's
    default options, from two client processes (so each server gets the same load);
 6. asyncio vs uvloop (saturation, one run each), if uvloop is installed (full mode only);
-7. slow consumers (``bench/slow_consumer.py``): dropped, memory bounded.
+7. slow consumers (``bench/slow_consumer.py``): dropped, memory bounded;
+8. abuse (``bench/abuse.py``): one row per kind of abuse, the pair's p99 in another room
+   alone and abused, RSS per abusive connection, refusals, others' errors (quick: 2 s each).
 
 Absolute figures depend on the machine and on whatever else runs on it; the ratios to the
 echo baseline, measured minutes apart with the same client, are the comparable part.
@@ -42,7 +44,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: the repo, not bench/, goes on sys.path
     sys.path[0:1] = [str(Path(__file__).resolve().parent.parent)]
 
-from bench import echo, loadgen, slow_consumer
+from bench import abuse, echo, loadgen, slow_consumer
 from bench import store as store_bench
 from bench.wsclient import REPO, HelpFormatter, progress, raise_nofile
 from server import compiled
@@ -198,8 +200,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
     progress("== slow consumers")
-    ns = argparse.Namespace(matches=4, slow=8 if q else 20, max_outbox=512, timeout=90.0)
+    ns = argparse.Namespace(
+        matches=4, slow=8 if q else 20, max_outbox_bytes=1_048_576, timeout=90.0
+    )
     res["slow"] = await slow_consumer.scenario(ns)
+
+    progress("== abuse")
+    res["abuse"] = await abuse.run(list(abuse.SCENARIOS), 2.0 if q else 15.0, q)
     res["loadavg_end"] = loadavg()
     return res
 
@@ -366,6 +373,21 @@ def table(res: dict[str, Any]) -> str:
         f"{sl['fast_errors']} / {sl['fast_disconnects']}", None, None, "0",
         sl["fast_errors"] == 0 and sl["fast_disconnects"] == 0)  # fmt: skip
     row("  seconds until all dropped", sl["seconds_to_drop_all"])
+
+    for r in res.get("abuse", []):
+        b99, a99 = r["baseline"]["latency"]["p99_ms"], r["abused"]["latency"]["p99_ms"]
+        doc = r["abuser"].get("documented")
+        row(f"abuse {r['kind']}: pair p99 ms abused (alone)", a99, b99,
+            None if not b99 or a99 is None else a99 / b99,
+            f"<= {abuse.P99_RATIO:g} x, <= {abuse.P99_MS:g} ms", r["p99_ok"])  # fmt: skip
+        kb = r["rss_growth_per_conn_b"] / 1024
+        said = "-" if doc is None else ("yes" if doc else "NO")
+        limit = f"< {(abuse.BOUND + abuse.SLACK) // 1024} KB"
+        row(f"  {r['kind']}: RSS KB per abusive conn ({r['abuser'].get('conns')}), "
+            f"refused as documented", f"{kb:.0f}, {said}", None, None,
+            limit, r["rss_ok"] and doc is not False)  # fmt: skip
+        row(f"  {r['kind']}: errors of everyone else", r["others_errors_total"], None, None,
+            "0", r["others_ok"])  # fmt: skip
 
     head = ("figure", "value", "echo", "ratio", "target", "")
     widths = [max(len(r[i]) for r in [*rows, head]) for i in range(6)]

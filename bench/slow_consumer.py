@@ -4,8 +4,8 @@
 
 Fast matches (pace 0, public rooms) keep state frames flowing; ``--slow`` spectators join
 those rooms and then never read a byte (their socket's receive buffer is a few KB, so it
-fills at once). Each slow connection can hold at most the transport's write limit plus
-``max_outbox`` frames on the server; then the server drops it (close 1008 "slow_consumer",
+fills at once). Each slow connection can hold at most ``max_outbox_bytes`` on the server
+(its outbox and its socket's write buffer); then the server drops it (close 1008 "slow_consumer",
 and the TCP connection is aborted if the client does not take the close frame).
 
 Reported (JSON): how many slow connections the server dropped and how long it took (from
@@ -54,7 +54,7 @@ async def scenario(args: argparse.Namespace) -> dict[str, Any]:
     from server.config import ServerConfig
 
     cfg = ServerConfig()
-    proc, url = start_server(["--max-outbox", str(args.max_outbox)])
+    proc, url = start_server(["--max-outbox-bytes", str(args.max_outbox_bytes)])
     pid = proc.pid
     out: dict[str, Any] = {"matches": args.matches, "slow": args.slow}
     try:
@@ -143,8 +143,8 @@ async def scenario(args: argparse.Namespace) -> dict[str, Any]:
             await asyncio.sleep(0.1)
         out["fast_errors"] = snapshot.get("errors")
         out["fast_disconnects"] = snapshot.get("disconnects")
-        frame = 1200  # a Stacko state frame is about 1 KB
-        out["bound_kb"] = round(args.slow * (32_768 + args.max_outbox * frame) / 1024)
+        frame = 1200  # a Stacko state frame is about 1 KB: the last one may pass the bound
+        out["bound_kb"] = round(args.slow * (args.max_outbox_bytes + frame) / 1024)
         for client in slow:
             client.abort()
         load.cancel()
@@ -152,8 +152,8 @@ async def scenario(args: argparse.Namespace) -> dict[str, Any]:
             await load
     finally:
         stop_process(proc)
-    out["max_outbox"] = args.max_outbox
-    out["default_max_outbox"] = cfg.max_outbox
+    out["max_outbox_bytes"] = args.max_outbox_bytes
+    out["default_max_outbox_bytes"] = cfg.max_outbox_bytes
     out["slack_kb"] = SLACK_KB
     out["pass"] = bool(
         out["slow_dropped"] == args.slow
@@ -168,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     ap.add_argument("--matches", type=int, default=20, help="fast matches (pace 0)")
     ap.add_argument("--slow", type=int, default=20, help="spectators that never read")
-    ap.add_argument("--max-outbox", type=int, default=512, help="server --max-outbox")
+    ap.add_argument("--max-outbox-bytes", type=int, default=1_048_576,
+                    help="server --max-outbox-bytes")  # fmt: skip
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the drops")
     args = ap.parse_args(argv)
     raise_nofile()

@@ -59,8 +59,8 @@ class LeanClient(asyncio.Protocol):
     ``on_lost(client, by_us: bool)`` once when the TCP connection ends."""
 
     __slots__ = (
-        "_buf", "_frag", "_key", "_on_lost", "by_us", "closed", "handshake", "host",
-        "on_message", "open", "path", "tag", "transport",
+        "_buf", "_frag", "_key", "_on_lost", "by_us", "close_code", "closed", "handshake",
+        "host", "on_message", "open", "path", "tag", "transport",
     )  # fmt: skip
 
     def __init__(
@@ -81,6 +81,8 @@ class LeanClient(asyncio.Protocol):
         self.open = False
         self.closed = False
         self.by_us = False
+        self.close_code: int | None = None
+        """The code of the server's close frame, once one came."""
         self._buf = b""
         self._frag: list[bytes] | None = None
         self._key = base64.b64encode(os.urandom(16))
@@ -138,6 +140,7 @@ class LeanClient(asyncio.Protocol):
                 self._write_control(0x8A, payload)
             elif opcode == 8 and not self.closed:  # close: answer, then the server ends TCP
                 self.closed = True
+                self.close_code = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else None
                 self._write_control(0x88, payload[:2])
         self._buf = buf[pos:] if pos < n else b""
 
@@ -189,16 +192,21 @@ async def connect(
     tag: Any = None,
     timeout: float = 30.0,  # noqa: ASYNC109 (covers connect and upgrade together)
     rcvbuf: int | None = None,
+    local_addr: str | None = None,
 ) -> LeanClient:
     """Open a connection and finish the upgrade. ``rcvbuf``: a small socket receive buffer
-    (bytes), for a client that stops reading to fill up quickly."""
+    (bytes), for a client that stops reading to fill up quickly. ``local_addr``: the source
+    address (another loopback address, 127.0.0.2, is another client IP to the server)."""
     host, port = parse_url(url)
     path = "/" + url.split("://", 1)[1].partition("/")[2]
     loop = asyncio.get_running_loop()
     sock = None
-    if rcvbuf is not None:
+    if rcvbuf is not None or local_addr is not None:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        if rcvbuf is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        if local_addr is not None:
+            sock.bind((local_addr, 0))
         sock.setblocking(False)
         await loop.sock_connect(sock, (host, port))
 
@@ -331,12 +339,12 @@ def start_server(
     extra: Sequence[str] = (), loop: str | None = None
 ) -> tuple[subprocess.Popen[str], str]:
     """``python -m server --port 0`` with rate limits out of the way of a load test (every
-    connection comes from loopback: the per-address ``hello`` limit too). The store is on
-    (the default) in a fresh temporary data directory, removed at exit, unless ``extra``
-    names one (``--data-dir``) or another database (``--database memory``)."""
+    connection comes from loopback: the per-address ``hello`` limit and connection cap too).
+    The store is on (the default) in a fresh temporary data directory, removed at exit,
+    unless ``extra`` names one (``--data-dir``) or another database (``--database memory``)."""
     argv = [
         sys.executable, "-m", "server", "--port", "0", "--log-level", "WARNING",
-        "--rate-per-second", "1000000", "--burst", "1000000",
+        "--rate-per-second", "1000000", "--burst", "1000000", "--max-connections-per-ip", "0",
         "--hello-rate-per-ip", "1000000", "--hello-burst-per-ip", "1000000", *extra,
     ]  # fmt: skip
     if not any(a.startswith(("--data-dir", "--database")) for a in extra):

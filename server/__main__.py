@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from server import compiled
 from server.app import Server
-from server.config import ServerConfig, parse_args
+from server.config import ServerConfig, derived_max_connections, parse_args
 from server.gcpacer import GcPacer
 from server.store import StoreError, make_store
 
@@ -110,7 +110,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("websockets").setLevel(max(logging.WARNING, logging.getLevelName(level)))
     files = raise_file_limit()
     log = logging.getLogger("stacko.server")
-    log.info("open files limit: %d (about as many connections)", files)
+    log.info(
+        "open files limit: %d; upgrades refused (503) above %d open connections",
+        files,
+        config.max_connections or derived_max_connections(files),
+    )
     running, stale = compiled.status()
     log.info("%d of %d per-move modules compiled (mypyc)", len(running), len(compiled.MODULES))
     if stale:

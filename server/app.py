@@ -16,6 +16,8 @@ import asyncio
 import http
 import logging
 import random
+import resource
+import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
@@ -28,7 +30,7 @@ from server import records, static
 from server.batch import WriteBatch
 from server.botpool import PoolThinker, acquire, default_workers, release, shared_pool
 from server.clock import Clock, SystemClock
-from server.config import ServerConfig
+from server.config import ServerConfig, derived_max_connections
 from server.connection import CLOSE_GOING_AWAY, CLOSE_INTERNAL, Connection
 from server.hub import BotFactory, Hub
 from server.metrics import CONTENT_TYPE, Metrics
@@ -36,13 +38,61 @@ from server.rng import SystemShuffle
 from server.store.base import Store
 from server.store.metrics import StoreCollector
 from server.store.recorder import Recorder, recover
-from server.wsconn import DirectServerConnection
+from server.wsconn import DirectServerConnection, SocketCount
 
 log = logging.getLogger("stacko.server")
 
 SHUTDOWN_REASON = "server shutting down"
 CLOSE_SERVICE_RESTART = 1012
 RESTART_REASON = "service restart"
+
+ACCEPT_ERROR = "socket.accept() out of system resource"
+
+
+class ThrottleAcceptErrors(logging.Filter):
+    """asyncio logs ``ACCEPT_ERROR`` with a traceback each time ``accept()`` fails for want
+    of descriptors, and retries every second per listening socket, and again at once when a
+    descriptor is freed: thousands of lines a second once the process is out of them. This
+    lets one through per ``interval`` seconds, saying how many it held back, with the
+    traceback only the first time."""
+
+    def __init__(self, interval: float = 10.0, now: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.interval = interval
+        self._now = now
+        self._last: float | None = None
+        self.held_back = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith(ACCEPT_ERROR):
+            return True
+        now = self._now()
+        if self._last is not None and now - self._last < self.interval:
+            self.held_back += 1
+            return False
+        if self._last is not None:
+            record.msg = (
+                f"{ACCEPT_ERROR} ({self.held_back} more in the last "
+                f"{now - self._last:.0f} s; lower --max-connections or raise the open-files "
+                "limit)"
+            )
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+        self._last = now
+        self.held_back = 0
+        return True
+
+
+def throttle_accept_errors() -> ThrottleAcceptErrors:
+    """Install the filter on asyncio's logger once per process; returns it."""
+    logger = logging.getLogger("asyncio")
+    for f in logger.filters:
+        if isinstance(f, ThrottleAcceptErrors):
+            return f
+    made = ThrottleAcceptErrors()
+    logger.addFilter(made)
+    return made
 
 
 def _default_bots() -> tuple[dict[str, list[str]], BotFactory | None]:
@@ -99,6 +149,14 @@ class Server:
             self.hub._hooks.recorder = Recorder(store, self.clock)
             store.on_failure = self._store_failed
             self.metrics.registry.register(StoreCollector(store))
+        self.sockets = SocketCount(
+            self.config.max_connections_per_ip, self.config.new_connections_per_ip_per_s
+        )
+        self.max_connections = self.config.max_connections or derived_max_connections(
+            resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        )
+        """Open sockets above which upgrades are refused (503)."""
+        self.refused = {"max_connections": 0, "max_connections_per_ip": 0}
 
     def _soon(self, callback: Callable[[], None]) -> None:
         asyncio.get_running_loop().call_soon(callback)
@@ -117,8 +175,12 @@ class Server:
             host = f"[{host}]"
         return f"http://{host}:{self.port}/"
 
+    def _connection(self, *args: Any, **kwargs: Any) -> DirectServerConnection:
+        return DirectServerConnection(*args, sockets=self.sockets, **kwargs)
+
     async def start(self) -> None:
         cfg = self.config
+        throttle_accept_errors()
         if self.bot_pool is not None and not self._pool_held:
             acquire(self.bot_pool)
             self._pool_held = True
@@ -137,7 +199,8 @@ class Server:
             ping_interval=cfg.ping_interval_s, ping_timeout=cfg.ping_timeout_s,
             max_queue=16, write_limit=32_768,
             process_request=self._http,
-            server_header="stacko", create_connection=DirectServerConnection,
+            server_header="stacko",
+            create_connection=self._connection,  # type: ignore[arg-type]  # a factory will do
         )  # fmt: skip
         self.port = self._ws.sockets[0].getsockname()[1] if self._ws.sockets else cfg.port
         log.info("stacko server listening on %s; web client at %s", self.url, self.http_url)
@@ -218,7 +281,7 @@ class Server:
     ) -> Response | Awaitable[Response] | None:
         """Plain HTTP on the same port; WebSocket upgrades pass through."""
         if request.headers.get("Upgrade", "").lower() == "websocket":
-            return None
+            return self._admit(ws)
         path = request.path.split("?", 1)[0]
         if path == records.PREFIX or path.startswith(records.PREFIX + "/"):
             return records.handle(self.store, ws, request)
@@ -233,6 +296,24 @@ class Server:
         if page is not None:
             return page
         return ws.respond(http.HTTPStatus.NOT_FOUND, "not found\n")
+
+    def _admit(self, ws: ServerConnection) -> Response | None:
+        """Descriptors are finite: an upgrade while over ``max_connections`` open sockets
+        (this one counted) gets 503; one from an address that already holds
+        ``max_connections_per_ip`` upgraded connections, or that opens sockets faster than
+        ``new_connections_per_ip_per_s``, gets 429."""
+        sockets = self.sockets
+        if sockets.total > self.max_connections:
+            self.refused["max_connections"] += 1
+            return ws.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, "max_connections\n")
+        assert isinstance(ws, DirectServerConnection)  # serve(create_connection=...) above
+        cap = self.config.max_connections_per_ip
+        if cap and (ws.refuse or sockets.admitted.get(ws.ip, 0) >= cap):
+            self.refused["max_connections_per_ip"] += 1
+            return ws.respond(http.HTTPStatus.TOO_MANY_REQUESTS, "max_connections_per_ip\n")
+        sockets.admit(ws.ip)
+        ws.admitted = True
+        return None
 
     def stats(self) -> dict[str, Any]:
         return {"connections": len(self.connections), "rooms": len(self.hub.rooms)}

@@ -44,7 +44,7 @@ def text_frame(payload: bytes) -> bytes:
 
 
 class WriteBatch:
-    __slots__ = ("_held", "_loop", "_scheduled", "flushes", "held_writes")
+    __slots__ = ("_held", "_loop", "_scheduled", "flushes", "held_writes", "turns")
 
     def __init__(self) -> None:
         self._held: list[tuple[asyncio.WriteTransport, Protocol, bytes]] = []
@@ -52,6 +52,9 @@ class WriteBatch:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.flushes = 0
         self.held_writes = 0
+        self.turns = 0
+        """Flushes run (held writes or not): a writer's count of what it handed over since
+        the last flush starts again when this moves (``Connection`` bounds it)."""
 
     def write(self, transport: asyncio.WriteTransport, protocol: Protocol, data: bytes) -> None:
         """``data`` (a frame ``protocol`` serialized) for ``transport``; ``protocol``
@@ -72,6 +75,7 @@ class WriteBatch:
 
     def _flush(self) -> None:
         self._scheduled = False
+        self.turns += 1
         held = self._held
         if not held:
             return

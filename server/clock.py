@@ -1,8 +1,13 @@
 """Time, injected: the server reads it and schedules with it, so tests can move it by hand.
 
-Game clocks, grace periods and rate limits all go through a ``Clock``; nothing else in the
-server reads the wall clock. ``FakeClock.advance`` fires due callbacks synchronously, so a
-test of clock expiry or forfeit never sleeps.
+Game clocks, grace periods and the per-connection rate limit all go through a ``Clock``;
+the transport's per-address counters (``server.wsconn.SocketCount``) read the event loop's
+own clock, monotonic too, and nothing else in the server reads the time. Two scales:
+``monotonic`` for everything the server measures or schedules (rate-limit buckets, move
+clocks, grace periods, session expiry), so that a step of the wall clock (NTP, a resumed
+VM) changes none of them; ``time`` (the epoch) only where the wire shows a moment
+(``deadline_ms``). ``FakeClock.advance`` fires due callbacks synchronously, so a test of
+clock expiry or forfeit never sleeps, and ``FakeClock.step_wall`` moves the wall clock alone.
 """
 
 from __future__ import annotations
@@ -21,20 +26,26 @@ class Timer(Protocol):
 
 class Clock(Protocol):
     def time(self) -> float:
-        """Seconds since the epoch (deadlines on the wire are derived from it)."""
+        """Seconds since the epoch: only for deadlines shown on the wire."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a clock that never steps: durations, deadlines, timers."""
         ...
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
-        """Run ``callback`` (synchronously, on the loop) once ``time()`` reaches ``when``."""
+        """Run ``callback`` (synchronously, on the loop) once ``monotonic()`` reaches ``when``."""
         ...
 
 
 class SystemClock:
+    monotonic = staticmethod(time.monotonic)
+    """``time.monotonic`` itself: read on every frame (the rate limit), so no Python call
+    around it."""
     time = staticmethod(time.time)
-    """``time.time`` itself: read on every frame (the rate limit), so no Python call around it."""
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
-        return asyncio.get_running_loop().call_later(max(0.0, when - time.time()), callback)
+        return asyncio.get_running_loop().call_later(max(0.0, when - time.monotonic()), callback)
 
 
 class _FakeTimer:
@@ -48,15 +59,24 @@ class _FakeTimer:
 
 
 class FakeClock:
-    """A clock that only moves when told to."""
+    """A clock that only moves when told to. ``now`` is its monotonic time; the wall clock
+    reads the same unless ``step_wall`` moved it."""
 
     def __init__(self, start: float = 1_800_000_000.0) -> None:
         self.now = start
+        self.wall_offset = 0.0
         self._heap: list[tuple[float, int, _FakeTimer, Callable[[], None]]] = []
         self._order = itertools.count()
 
     def time(self) -> float:
+        return self.now + self.wall_offset
+
+    def monotonic(self) -> float:
         return self.now
+
+    def step_wall(self, seconds: float) -> None:
+        """The wall clock jumps (back, if negative), as NTP or a resumed VM makes it."""
+        self.wall_offset += seconds
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
         timer = _FakeTimer()

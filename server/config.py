@@ -23,9 +23,19 @@ class ServerConfig:
     """Clock expiries in one game after which a player forfeits."""
     ping_interval_s: float = 20.0
     ping_timeout_s: float = 20.0
-    max_outbox: int = 512
-    """Frames queued for one slow connection before it is dropped."""
+    max_outbox_bytes: int = 1_048_576
+    """Bytes one connection may hold unsent (its outbox and its socket's write buffer, every
+    frame counted, pongs included) before it is dropped as ``slow_consumer``."""
     max_rooms: int = 100_000
+    max_connections: int = 0
+    """Open sockets above which WebSocket upgrades get HTTP 503; 0: derived from the
+    open-files limit at start (``derived_max_connections``)."""
+    max_connections_per_ip: int = 256
+    new_connections_per_ip_per_s: float = 50.0
+    """New sockets one address may open per second, in bursts of ``max_connections_per_ip``
+    (HTTP 429, then closed at accept); 0: no limit. Off with ``max_connections_per_ip`` 0."""
+    """Open sockets from one address above which its upgrades get HTTP 429 (ten a second;
+    further sockets from it are closed at accept); 0: no cap."""
     compression: bool = False
     """Per-message deflate; off by default (frames are small and latency matters)."""
     log_level: str = "INFO"
@@ -69,6 +79,13 @@ class ServerConfig:
         return max(16 * self.max_frame_bytes, 65_536)
 
 
+def derived_max_connections(open_files: int) -> int:
+    """The default ``max_connections``: the open-files limit less a reserve (a tenth, at
+    least 64) for the listening socket, log files, the HTTP 503 answers themselves, and
+    whatever else the process opens, so that ``accept()`` never runs out of descriptors."""
+    return max(1, open_files - max(64, open_files // 10))
+
+
 _HELP = {
     "host": "address to bind (loopback by default)",
     "port": "TCP port for WebSocket and HTTP (0: any free port)",
@@ -81,8 +98,15 @@ _HELP = {
     "max_expiries": "clock expiries in one game after which the player forfeits",
     "ping_interval_s": "keepalive ping interval (seconds)",
     "ping_timeout_s": "seconds without pong before a connection is dropped",
-    "max_outbox": "frames queued for a slow connection before it is dropped",
+    "max_outbox_bytes": "bytes a connection may hold unsent (outbox + socket buffer, pongs "
+    "included) before it is dropped with 1008 slow_consumer",
     "max_rooms": "rooms the server holds at most",
+    "max_connections": "open connections above which WebSocket upgrades get HTTP 503; 0: the "
+    "open-files limit less a tenth (at least 64) kept in reserve",
+    "max_connections_per_ip": "open connections from one IP address above which its upgrades "
+    "get HTTP 429; 0: no cap",
+    "new_connections_per_ip_per_s": "new connections one IP address may open per second, in "
+    "bursts of max_connections_per_ip, before its upgrades get HTTP 429; 0: no limit",
     "compression": "enable permessage-deflate",
     "log_level": "DEBUG, INFO, WARNING or ERROR",
     "loop": "event loop: asyncio, or uvloop if installed (pip install uvloop)",

@@ -1,8 +1,10 @@
 """One WebSocket connection: the thin asyncio shell between the socket and the hub.
 
 It reads frames, enforces the per-connection limits (hello timeout, frame size, frame type,
-rate), parses each frame through ``protocol.parse_client``, hands it to the hub, and writes
-through a bounded outbox so a slow reader can never stall a room or grow memory forever.
+rate, control frames included), parses each frame through ``protocol.parse_client``, hands it
+to the hub, and writes through an outbox bounded in bytes (``max_outbox_bytes``, counting the
+socket's write buffer too, pongs included) so a slow reader can never stall a room or grow
+memory forever.
 Nothing here knows a game.
 """
 
@@ -33,6 +35,9 @@ CLOSE_NORMAL = 1000
 CLOSE_GOING_AWAY = 1001
 CLOSE_POLICY = 1008
 CLOSE_INTERNAL = 1011
+
+LATE_FRAMES = 64
+"""Frames a client may send after the server closed before it stops reading them."""
 
 
 class Connection:
@@ -67,6 +72,9 @@ class Connection:
         self.ip = str(address[0]) if address else ""
         """The peer's IP address (the hub's per-address limits); empty if unknown."""
         self.outbox: collections.deque[bytes] = collections.deque()
+        self._held = 0
+        """Bytes in ``outbox``."""
+        self._max_held = config.max_outbox_bytes
         # Fixed once the handshake is done (this object is made after it): looked up once
         # here, not on each of the two frames every move sends.
         self._protocol = ws.protocol
@@ -74,10 +82,16 @@ class Connection:
         self._compressed = bool(ws.protocol.extensions)
         transport = self._transport
         self._high_water = transport.get_write_buffer_limits()[1] if transport else 0
+        self._batched = 0
+        """Bytes handed to the batch in its current turn (``_turn``): held there until the
+        flush, not yet in the socket's buffer, so counted here (a burst of requests answered
+        in one turn would otherwise pass every check)."""
+        self._turn = -1
         self._wake = asyncio.Event()
         self._closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._closing: tuple[int, str] | None = None
-        self._now = clock.time
+        self._late = 0
+        self._now = clock.monotonic  # a wall-clock step must not empty (or fill) a bucket
         self._rate = float(config.rate_per_second)
         self._burst = float(config.burst)
         self._tokens = self._burst
@@ -102,18 +116,55 @@ class Connection:
             self.metrics.sent(frame)
         if not self.outbox and self._write_now(frame):
             return
-        if len(self.outbox) >= self.config.max_outbox:
-            log.warning("dropping a connection that does not read its frames")
-            self.outbox.clear()  # it would not read them: free them now
-            self.close(CLOSE_POLICY, "slow_consumer")
-            # A reader this far behind cannot take the close frame either (nor a keepalive
-            # ping: both wait for the socket to drain): cut the TCP connection if it has not
-            # closed within the close timeout.
-            loop = asyncio.get_running_loop()
-            loop.call_later(self.ws.close_timeout or 0.0, self._abort)
+        if self._holding() + len(frame) > self._max_held:
+            self._drop_slow()
             return
         self.outbox.append(frame)
+        self._held += len(frame)
         self._wake.set()
+
+    def _holding(self) -> int:
+        """Bytes this connection holds: its outbox and its socket's write buffer (where
+        websockets' own frames, pongs above all, wait too)."""
+        transport = self._transport
+        held = self._held + (self._batched if self._turn == self.batch.turns else 0)
+        return held + (transport.get_write_buffer_size() if transport is not None else 0)
+
+    def _drop_slow(self) -> None:
+        log.warning("dropping a connection that does not read its frames")
+        self.outbox.clear()  # it would not read them: free them now
+        self._held = 0
+        self.close(CLOSE_POLICY, "slow_consumer")
+        # A reader this far behind cannot take the close frame either (nor a keepalive
+        # ping: both wait for the socket to drain): cut the TCP connection if it has not
+        # closed within the close timeout.
+        self._abort_later()
+
+    def _abort_later(self) -> None:
+        loop = asyncio.get_running_loop()
+        loop.call_later(self.ws.close_timeout or 0.0, self._abort)
+
+    def _on_paused(self) -> None:
+        if self._closing is None and self._holding() > self._max_held:
+            self._drop_slow()
+
+    def _on_control(self) -> bool:
+        """A ping or pong from the client: it counts toward the rate limit like any frame,
+        and its pong toward what the connection holds. ``False``: not answered."""
+        if self._closing is not None:
+            self._stop_reading()
+            return False
+        if self.metrics is not None:
+            self.metrics.frames_in += 1
+        if not self._take_token():
+            self.fail(ErrorCode.RATE_LIMITED, "too many frames; slow down")
+            if self.ws.paused:  # not reading either: it would not take the close frame
+                self._abort_later()
+            return False
+        if self._holding() > self._max_held:
+            self._drop_slow()
+            return False
+        return True
 
     def _write_now(self, frame: bytes) -> bool:
         """The fast path: with nothing queued and the socket keeping up (its write buffer under
@@ -122,19 +173,24 @@ class Connection:
         writer task sends it from the outbox, waiting for the socket to drain."""
         transport = self._transport
         protocol = self._protocol
+        batch = self.batch
+        if self._turn != batch.turns:
+            self._turn = batch.turns
+            self._batched = 0
         if (
             transport is None
             or protocol.state is not State.OPEN
-            or transport.get_write_buffer_size() > self._high_water
+            or transport.get_write_buffer_size() + self._batched > self._high_water
         ):
             return False
+        self._batched += len(frame)
         try:
             if self._compressed:  # websockets frames it
                 protocol.send_text(frame)
                 for data in protocol.data_to_send():
-                    self.batch.write(transport, protocol, data)
+                    batch.write(transport, protocol, data)
             else:
-                self.batch.write(transport, protocol, text_frame(frame))
+                batch.write(transport, protocol, text_frame(frame))
         except Exception:  # the connection is going away; its reader will see it
             log.debug("direct write failed", exc_info=True)
         return True
@@ -159,6 +215,17 @@ class Connection:
             self._wake.set()
             if not self._closed.done():
                 self._closed.set_result(None)
+
+    def _stop_reading(self) -> None:
+        """A frame after a fatal error or a close. A few are in flight from any client; a
+        flooder does not stop when told to, and reading (framing, unmasking) what it sends
+        is work for nothing: past ``LATE_FRAMES`` the connection reads nothing more (nor the
+        client's answer to the close), and the TCP connection is cut a second later, time
+        for the close frame to go out."""
+        self._late += 1
+        if self._late > LATE_FRAMES and not self.ws.deaf:
+            self.ws.stop_reading()
+            asyncio.get_running_loop().call_later(1.0, self._abort)
 
     def _abort(self) -> None:
         transport = self._transport
@@ -200,7 +267,9 @@ class Connection:
                 await self._wake.wait()
                 self._wake.clear()
                 while self.outbox:
-                    await ws.send(self.outbox.popleft(), text=True)
+                    frame = self.outbox.popleft()
+                    self._held -= len(frame)
+                    await ws.send(frame, text=True)
                 if self._closing is not None:
                     await ws.close(*self._closing)
                     return
@@ -215,6 +284,8 @@ class Connection:
         loop = asyncio.get_running_loop()
         hello = loop.call_later(self.config.hello_timeout_s, self._hello_overdue)
         ws.on_message = self._on_frame
+        ws.on_control = self._on_control
+        ws.on_paused = self._on_paused
         try:
             while self._closing is None:
                 recv = asyncio.ensure_future(ws.recv())
@@ -229,7 +300,7 @@ class Connection:
                     ws.handled()  # only now may later messages overtake the queue
         finally:
             hello.cancel()
-            ws.on_message = None
+            ws.on_message = None  # on_control stays: once closing, it answers no more pings
 
     def _hello_overdue(self) -> None:
         if self.session is None and self._closing is None:
@@ -237,7 +308,8 @@ class Connection:
 
     def _on_frame(self, data: str | bytes) -> None:
         if self._closing is not None or self._close_held:
-            return  # after a fatal error or a close, nothing more is handled
+            self._stop_reading()  # after a fatal error or a close, nothing more is handled
+            return
         started = time.perf_counter()
         if self.metrics is not None:
             self.metrics.frames_in += 1

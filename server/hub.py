@@ -232,7 +232,7 @@ class Hub:
         """A token bucket per address; buckets that refilled are forgotten now and then, so
         the table holds only addresses seen lately."""
         cfg = self.config
-        now = self.clock.time()
+        now = self.clock.monotonic()
         burst = float(cfg.hello_burst_per_ip)
         ip = address_key(ip)
         tokens, then = self._hellos.get(ip, (burst, now))
@@ -257,7 +257,7 @@ class Hub:
         session.peer = None
         self._detach(session)
         session.expiry = self.clock.call_at(
-            self.clock.time() + self.config.reconnect_grace_s, lambda: self._expire(session)
+            self.clock.monotonic() + self.config.reconnect_grace_s, lambda: self._expire(session)
         )
 
     def _detach(self, session: Session) -> None:

@@ -127,6 +127,9 @@ class Room:
     rematch: set[int] = field(default_factory=set)
     expiries: list[int] = field(default_factory=lambda: [0, 0])
     deadline: float | None = None
+    """When the seat to move runs out of time, on the clock's monotonic scale."""
+    deadline_wall: float = 0.0
+    """The same moment on the wall clock (epoch seconds), as ``deadline_ms`` shows it."""
     _clock_timer: Timer | None = None
     _forfeit_timers: dict[int, Timer] = field(default_factory=dict)
     listed_at: int = 0
@@ -226,7 +229,7 @@ class Room:
         if player is None:
             return
         player.peer = None
-        player.gone_at = self.hooks.clock.time()
+        player.gone_at = self.hooks.clock.monotonic()
         grace = self.hooks.reconnect_grace_s
         self._forfeit_timers[seat] = self.hooks.clock.call_at(
             player.gone_at + grace, lambda: self._grace_over(seat)
@@ -296,8 +299,10 @@ class Room:
         self.seq = seq
         self.expiries = expiries
         if self.clock_ms is not None and game.outcome() is None:
-            self.deadline = self.hooks.clock.time() + self.clock_ms / 1000
-            self._clock_timer = self.hooks.clock.call_at(self.deadline, self._clock_ran_out)
+            clock = self.hooks.clock
+            self.deadline = clock.monotonic() + self.clock_ms / 1000
+            self.deadline_wall = clock.time() + self.clock_ms / 1000
+            self._clock_timer = clock.call_at(self.deadline, self._clock_ran_out)
         to_move = game.to_move
         if to_move is not None:
             player = self.players[to_move]
@@ -411,7 +416,9 @@ class Room:
         self.deadline = None
         over = game.outcome() is not None
         if self.clock_ms is not None and not over:
-            self.deadline = self.hooks.clock.time() + self.clock_ms / 1000
+            clock = self.hooks.clock
+            self.deadline = clock.monotonic() + self.clock_ms / 1000
+            self.deadline_wall = clock.time() + self.clock_ms / 1000
         try:
             self._broadcast(note, request)
         finally:
@@ -462,7 +469,7 @@ class Room:
         if bot is None or thinker is None or self._bot_timer is not None:
             return
         clock = self.hooks.clock
-        now = clock.time()
+        now = clock.monotonic()
         budget = self.hooks.bot_budget_s
         if self.deadline is not None:  # never let the bot's own clock run out
             budget = min(budget, max(0.0, (self.deadline - now) / 2))
@@ -560,8 +567,8 @@ class Room:
         assert self.game is not None
         deadline_ms = clock_ms = None
         if self.deadline is not None:
-            deadline_ms = int(self.deadline * 1000)
-            clock_ms = max(0, deadline_ms - int(self.hooks.clock.time() * 1000))
+            deadline_ms = int(self.deadline_wall * 1000)
+            clock_ms = max(0, int(self.deadline * 1000) - int(self.hooks.clock.monotonic() * 1000))
         return frames.state(
             self.codec, self.game.view(seat), room=self.code, seq=self.seq,
             deadline_ms=deadline_ms, clock_ms=clock_ms, id=request_id, note=note,
@@ -593,7 +600,7 @@ class Room:
         self._room_update(f"{self.name(seat)} joined", skip=seat, starting=self.ready())
 
     def _room_update(self, text: str, skip: int | None = None, *, starting: bool = False) -> None:
-        now = self.hooks.clock.time()
+        now = self.hooks.clock.monotonic()
         grace = self.hooks.reconnect_grace_s
         forfeit = {
             str(s): max(0, int((p.gone_at + grace - now) * 1000))

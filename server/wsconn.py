@@ -11,10 +11,18 @@ unfragmented data frame instead. Everything unusual takes websockets' own path t
 with 1007), and anything that arrives before ``on_message`` is set (a frame pipelined with
 the upgrade request). Order is kept: from the moment a message takes that path until its
 reader says it has handled it (``handled``), later messages take the path too.
+
+It also holds the transport-level limits a client must not get around (issue 14): every
+control frame (ping, pong) goes through ``on_control`` (the connection's rate limit) before
+websockets answers it, reading stops while the socket's writes are paused (a peer that does
+not read cannot make the server write more pongs than one read's worth), and the sockets of
+one server are counted per remote address in a ``SocketCount`` (``max_connections``,
+``max_connections_per_ip``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +35,91 @@ from websockets.speedups import apply_mask
 log = logging.getLogger("stacko.connection")
 
 _DATA = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
+_CONTROL = (Opcode.PING, Opcode.PONG)
 _OPCODES = frozenset(op.value for op in Opcode)
+
+
+ADMIT, REFUSE, CUT = 0, 1, 2
+"""What ``SocketCount.opened`` says of a new socket: let its request through, answer it with
+HTTP 429, or close it at once."""
+
+
+def _take(buckets: dict[str, tuple[float, float]], ip: str, now: float, rate: float,
+          burst: float) -> bool:  # fmt: skip
+    """A token from ``ip``'s bucket (full at first), if it has one."""
+    tokens, last = buckets.get(ip, (burst, now))
+    tokens = min(burst, tokens + (now - last) * rate)
+    ok = tokens >= 1.0
+    buckets[ip] = (tokens - 1.0 if ok else tokens, now)
+    return ok
+
+
+class SocketCount:
+    """Open sockets of one server, in all and per remote address: from the TCP accept to
+    the end, handshake done or not, WebSocket or plain HTTP (each holds a descriptor).
+
+    An address may open ``per_ip_per_s`` new sockets a second (in bursts of ``per_ip``) and
+    hold ``per_ip`` upgraded connections (0: neither limit). Over either, it gets its coded
+    refusal (HTTP 429, from ``Server``) for at most ``REFUSALS_PER_S`` sockets a second and
+    the others are closed at accept, before any request: a client opening sockets in a loop
+    must not buy a handshake (a few hundred microseconds of the loop) for each."""
+
+    REFUSALS_PER_S = 10.0
+    MAX_BUCKETS = 10_000
+    """Addresses remembered for the new-socket rate; beyond, the full buckets are forgotten."""
+
+    __slots__ = ("_opens", "_refusals", "admitted", "by_ip", "per_ip", "per_ip_per_s", "total")
+
+    def __init__(self, per_ip: int = 0, per_ip_per_s: float = 0.0) -> None:
+        self.total = 0
+        self.by_ip: dict[str, int] = {}
+        self.admitted: dict[str, int] = {}
+        """WebSocket upgrades let through per address (``Server`` caps these: a socket's
+        request must not be refused for sockets opened after it)."""
+        self.per_ip = per_ip
+        self.per_ip_per_s = per_ip_per_s
+        self._opens: dict[str, tuple[float, float]] = {}
+        """Per address: new sockets, a token bucket (tokens, when last counted); kept after
+        its sockets close, so that connecting one at a time does not refill it."""
+        self._refusals: dict[str, tuple[float, float]] = {}
+        """Per address over a limit: its HTTP 429 answers, a token bucket."""
+
+    def opened(self, ip: str, now: float) -> int:
+        """Count a new socket: ``ADMIT``, ``REFUSE`` or ``CUT``."""
+        self.total += 1
+        n = self.by_ip[ip] = self.by_ip.get(ip, 0) + 1
+        if not self.per_ip:
+            return ADMIT
+        over = n > self.per_ip
+        rate = self.per_ip_per_s
+        if rate > 0:
+            opens = self._opens
+            if len(opens) > self.MAX_BUCKETS:
+                full = self.per_ip / rate
+                self._opens = opens = {k: v for k, v in opens.items() if now - v[1] < full}
+            over = not _take(opens, ip, now, rate, float(self.per_ip)) or over
+        if not over:
+            return ADMIT
+        limit = self.REFUSALS_PER_S
+        return REFUSE if _take(self._refusals, ip, now, limit, limit) else CUT
+
+    def admit(self, ip: str) -> None:
+        self.admitted[ip] = self.admitted.get(ip, 0) + 1
+
+    def closed(self, ip: str, admitted: bool) -> None:
+        if admitted:
+            left = self.admitted.get(ip, 0) - 1
+            if left > 0:
+                self.admitted[ip] = left
+            else:
+                self.admitted.pop(ip, None)
+        self.total -= 1
+        left = self.by_ip.get(ip, 0) - 1
+        if left > 0:
+            self.by_ip[ip] = left
+        else:
+            self.by_ip.pop(ip, None)
+            self._refusals.pop(ip, None)
 
 
 def read_header(buf: bytes | bytearray, pos: int) -> tuple[int, int] | None:
@@ -49,9 +141,23 @@ class DirectServerConnection(ServerConnection):
     """Connections of this process that ended (WebSocket or plain HTTP, handshake done or
     not): ``Server.departures`` reads it for the paced collector, which is process-wide too."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, sockets: SocketCount | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.on_message: Callable[[str | bytes], None] | None = None
+        self.on_control: Callable[[], bool] | None = None
+        """Called for every ping and pong the client sends; ``False``: drop it unanswered
+        (the connection is over its limits and closing)."""
+        self.on_paused: Callable[[], None] | None = None
+        """Called when the socket's writes pause (its buffer passed the high-water mark)."""
+        self.deaf = False
+        """Reading stopped for good (``stop_reading``)."""
+        self.sockets = sockets
+        self.admitted = False
+        """Counted in ``sockets.admitted``."""
+        self.refuse = False
+        """Over its address's new-socket rate: its upgrade gets HTTP 429."""
+        self.ip = ""
+        """The remote address, as counted in ``sockets``."""
         self.queued = 0
         """Messages put on websockets' queue whose reader has not called ``handled`` yet
         (a fragmented message counts from its first fragment)."""
@@ -108,7 +214,9 @@ class DirectServerConnection(ServerConnection):
             end = pos + head + 4 + length
             if end > n:
                 break
-            if b0 == 0x81 and not self.queued and protocol.state is State.OPEN:
+            if b0 & 0x0F in (0x9, 0xA) and not self._control_allowed():
+                pass  # over the limits: not answered (a close still reaches websockets)
+            elif b0 == 0x81 and not self.queued and protocol.state is State.OPEN:
                 mask = buf[pos + head : pos + head + 4]
                 try:
                     text = apply_mask(buf[pos + head + 4 : end], mask).decode()
@@ -116,6 +224,9 @@ class DirectServerConnection(ServerConnection):
                     super().data_received(bytes(buf[pos:end]))  # websockets closes with 1007
                 else:
                     self._deliver(deliver, text)
+                    if self.deaf:  # told to read no more: the rest of this read too
+                        self._buf = bytearray()
+                        return
             else:
                 super().data_received(bytes(buf[pos:end]))
             pos = end
@@ -147,9 +258,52 @@ class DirectServerConnection(ServerConnection):
         if end + 4 < len(seen):
             self._framer = False
 
+    def _control_allowed(self) -> bool:
+        hook = self.on_control
+        return hook is None or hook()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self.recv_messages.resume = self._queue_drained  # reading has two reasons to pause
+        if self.sockets is not None:
+            peer = transport.get_extra_info("peername")
+            self.ip = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+            verdict = self.sockets.opened(self.ip, self.loop.time())
+            if verdict == CUT:
+                self.transport.abort()  # opening sockets in a loop: no answer at all
+            self.refuse = verdict == REFUSE
+
     def connection_lost(self, exc: Exception | None) -> None:
         DirectServerConnection.lost += 1
+        if self.sockets is not None:
+            self.sockets.closed(self.ip, self.admitted)
+            self.sockets = None
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The socket's write buffer is over its high-water mark: the peer is not reading.
+        Stop reading it too, so that what it sends (pings above all, each answered with a
+        pong) cannot grow that buffer further; reading resumes once it has drained."""
+        super().pause_writing()
+        self.transport.pause_reading()
+        if self.on_paused is not None:
+            self.on_paused()  # the last check of what it holds until it reads again
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if not self.recv_messages.paused and not self.deaf and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    def _queue_drained(self) -> None:
+        """websockets' message queue has room again: read, unless writes are paused."""
+        if not self.paused and not self.deaf and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    def stop_reading(self) -> None:
+        """Read nothing more from this client, whatever drains."""
+        self.deaf = True
+        if not self.transport.is_closing():
+            self.transport.pause_reading()
 
     def handled(self) -> None:
         """The reader has handled a message it took with ``recv()``."""
@@ -158,6 +312,10 @@ class DirectServerConnection(ServerConnection):
 
     def process_event(self, event: Event) -> None:
         if self.request is None or not isinstance(event, Frame) or event.opcode not in _DATA:
+            if not self._framer and isinstance(event, Frame) and event.opcode in _CONTROL:
+                # websockets parsed it (the framer counts its own before handing them over);
+                # its pong is already written: counted after the fact, still counted.
+                self._control_allowed()
             super().process_event(event)  # the handshake, control frames: websockets' own
             return
         deliver = self.on_message
@@ -180,7 +338,7 @@ class DirectServerConnection(ServerConnection):
             deliver(data)
         except Exception:  # never out of data_received: that would abort the transport
             log.exception("internal error while handling a frame")
-            self.protocol.fail(CloseCode.INTERNAL_ERROR, "internal error")
+            self.protocol.fail(CloseCode.INTERNAL_ERROR, "internal_error")
             self.send_data()
 
     def _queue(self, event: Frame) -> None:

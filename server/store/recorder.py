@@ -168,7 +168,8 @@ class Recorder:
         if termination is not None:
             payload["termination"] = termination
         if room.deadline is not None and kind != "deal":
-            payload["clock_ms"] = max(0, _ms(room.deadline - now))  # the mover had left
+            # the mover had left (deadlines are on the monotonic clock, as the room's timers)
+            payload["clock_ms"] = max(0, _ms(room.deadline - self.clock.monotonic()))
         outcome = game.outcome()
         if room.clock_ms is not None and outcome is None:
             payload["deadline_ms"] = at + room.clock_ms
