@@ -9,9 +9,11 @@ Library and CLI (``python -m clients.arena --help``; ``main(argv)`` is the conso
   round, whatever happened before; reshuffles come from a second stream.
 - **Reports.** Per pair: wins/draws/losses, the score rate with a 95% interval (over deals,
   each deal's two games together), rounds finished by each side, and how seat 0 fared
-  against seat 1 (seat 0 starts round 1, seat 1 round 2). Per bot: solitaire turns to
-  finish a tower (``solitaire_turns``; Stacko only) and a Bradley-Terry rating with a 95%
-  bootstrap interval (fitted with ``choix``), as a text table and a PNG.
+  against seat 1 (seat 0 starts round 1, seat 1 round 2), and the race length: turns per
+  player in a finished round (the measure of the published Rack-O player's 8.88). Per bot:
+  solitaire turns to finish a tower (``solitaire_turns``; Stacko only; not comparable with
+  the 8.88) and a Bradley-Terry rating with a 95% bootstrap interval (fitted with
+  ``choix``), as a text table and a PNG.
 - **Deterministic** for a given ``--seed``: each game's RNG and each bot's RNG are seeded
   from the seed, the pair and the deal, so the worker count does not change the results.
 - **Live** (``--server``, ``run_live_arena``): the same games through a WebSocket server,
@@ -33,7 +35,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Coroutine, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -123,6 +125,9 @@ class GameRecord:
     finishers: tuple[int | None, ...]
     """Per round: the seat that finished its tower, ``None`` when the turn cap ended it."""
     plies: int
+    round_turns: tuple[int, ...] = ()
+    """Per round: the turns played in it by both players together (in-process games only;
+    empty for live ones)."""
 
 
 MAX_PLIES = 100_000
@@ -134,11 +139,13 @@ def play_game(
     entrants: tuple[Entrant, Entrant],
     seed: str,
     options: Any = None,
+    round_turns: list[int] | None = None,
 ) -> tuple[Any, int]:
     """Play one game in-process; returns the final state and the number of plies.
 
     Each bot sees only its seat's views: ``choose`` on its turn, ``observe`` for every other
-    position (what the SDK will feed it from state frames).
+    position (what the SDK will feed it from state frames). ``round_turns``, if given, gets
+    the number of turns (both players) of each round as it ends (games with ``turns``).
     """
     rng = DuplicateRandom(seed, deal_size(game, options))
     state = new_game(game, rng, options)
@@ -153,7 +160,12 @@ def play_game(
         other = 1 - seat
         observe_view(bots[other], state.view(other))
         move = checked_choice(bots[seat], state.view(seat), state.legal_moves())
+        turns, rnd = getattr(state, "turns", 0), getattr(state, "round", 0)
         state.apply(move, seat)
+        if round_turns is not None and (
+            getattr(state, "round", 0) != rnd or state.outcome() is not None
+        ):
+            round_turns.append(turns + 1)  # a round ends with the turn that ends it
         plies += 1
         if plies > MAX_PLIES:
             raise RuntimeError(f"game {seed} did not end after {MAX_PLIES} plies")
@@ -163,10 +175,17 @@ def play_game(
 
 
 def _record(
-    state: Any, pair: int, deal: int, swapped: bool, seats: tuple[int, int], plies: int
+    state: Any,
+    pair: int,
+    deal: int,
+    swapped: bool,
+    seats: tuple[int, int],
+    plies: int,
+    round_turns: Sequence[int] = (),
 ) -> GameRecord:
     outcome = state.outcome()
-    return _make_record(outcome, getattr(state, "results", ()), pair, deal, swapped, seats, plies)
+    rec = _make_record(outcome, getattr(state, "results", ()), pair, deal, swapped, seats, plies)
+    return replace(rec, round_turns=tuple(round_turns))
 
 
 def _make_record(
@@ -218,8 +237,9 @@ class InProcessRunner:
             seats = (task.j, task.i) if swapped else (task.i, task.j)
             pair = (b, a) if swapped else (a, b)
             seed = f"{task.seed}:{task.deal}"  # the same deal for both games, and every pair
-            state, plies = play_game(task.game, pair, seed)
-            out.append(_record(state, task.pair, task.deal, swapped, seats, plies))
+            turns: list[int] = []
+            state, plies = play_game(task.game, pair, seed, round_turns=turns)
+            out.append(_record(state, task.pair, task.deal, swapped, seats, plies, turns))
         return out
 
 
@@ -464,9 +484,12 @@ def solitaire_turns(bot: Any, seed: str, cap: int = 500, deal: str = "normal") -
 
     ``deal="normal"``: a normal one-round deal, so 10 of the 40 bricks sit in the absent
     opponent's tower, out of play, and 20 cycle through the stack and the discard pile.
-    ``deal="one-tower"``: only the bot's tower is dealt and the other 30 bricks cycle, as in
-    solitaire Rack-O (the setting of the published TD-learned player's 8.88 turns); the
+    ``deal="one-tower"``: only the bot's tower is dealt and the other 30 bricks cycle; the
     opponent's slots show as hidden and empty, and its 10 bricks are shuffled into the stack.
+
+    Not the measure of the published TD-learned Rack-O player's "8.88 moves per game": that
+    is the length of a two-player race in self-play (turns per player until someone
+    finishes), which the arena reports per pair as ``PairStats.turns_per_player``.
     """
     from engine.stacko import Phase, Stacko, StackoOptions
 
@@ -738,6 +761,10 @@ class PairStats:
     seat0_wins: int
     seat1_wins: int
     seat_draws: int
+    turns_per_player: float = math.nan
+    """Mean turns each player had in a round that someone finished (half the round's
+    turns): the length of the race, the published Rack-O figure's measure. NaN if unknown."""
+    turns_ci: float = math.nan
 
 
 def pair_stats(result: ArenaResult) -> list[PairStats]:
@@ -750,7 +777,11 @@ def pair_stats(result: ArenaResult) -> list[PairStats]:
         i, j = (first.seats[1], first.seats[0]) if first.swapped else first.seats
         wins = draws = losses = ra = rb = rc = s0 = s1 = sd = 0
         per_deal: dict[int, float] = {}
+        race: list[float] = []
         for rec in recs:
+            race.extend(
+                t / 2 for t, f in zip(rec.round_turns, rec.finishers, strict=False) if f is not None
+            )
             a_seat = rec.seats.index(i)
             if rec.winner is None:
                 draws += 1
@@ -776,6 +807,7 @@ def pair_stats(result: ArenaResult) -> list[PairStats]:
                     rb += 1
         n = len(recs)
         _, ci = mean_ci(list(per_deal.values()))
+        turns, turns_ci = mean_ci(race)
         out.append(
             PairStats(
                 result.entrants[i].label,
@@ -792,6 +824,8 @@ def pair_stats(result: ArenaResult) -> list[PairStats]:
                 s0,
                 s1,
                 sd,
+                turns,
+                turns_ci,
             )
         )
     return out
@@ -900,7 +934,7 @@ def report(result: ArenaResult, rated: Sequence[Rating]) -> str:
     if stats:
         lines.append(
             f"{'pair':<22}{'games':>6}{'W':>6}{'D':>5}{'L':>6}{'score':>8}{'±95%':>7}"
-            f"{'rounds A:B:cap':>17}{'seat0:seat1:draw':>19}"
+            f"{'rounds A:B:cap':>17}{'seat0:seat1:draw':>19}{'race turns':>12}"
         )
         for p in stats:
             lines.append(
@@ -908,6 +942,7 @@ def report(result: ArenaResult, rated: Sequence[Rating]) -> str:
                 f"{p.score:>8.3f}{p.score_ci:>7.3f}"
                 f"{f'{p.rounds_a}:{p.rounds_b}:{p.rounds_capped}':>17}"
                 f"{f'{p.seat0_wins}:{p.seat1_wins}:{p.seat_draws}':>19}"
+                f"{p.turns_per_player:>12.2f}"
             )
         s0 = sum(p.seat0_wins for p in stats)
         s1 = sum(p.seat1_wins for p in stats)
@@ -918,6 +953,10 @@ def report(result: ArenaResult, rated: Sequence[Rating]) -> str:
                 f"first mover (seat 0 starts round 1): seat 0 won {s0}, seat 1 won {s1},"
                 f" draws {sd}; seat 0 score rate {(s0 + sd / 2) / total:.3f}"
             )
+        lines.append(
+            "(race turns: turns per player in a finished round, the measure of the published"
+            " Rack-O player's 8.88)"
+        )
         lines.append("")
     if rated:
         lines.append(f"{'bot':<12}{'rating':>8}{'95% interval':>20}{'games':>8}")

@@ -23,6 +23,8 @@ _LAZY: dict[str, tuple[str, dict[str, str]]] = {
             "easy": "EasyStackoBot",
             "medium": "MediumStackoBot",
             "strong": "StrongStackoBot",
+            "strong-v1": "StrongV1StackoBot",
+            "kyle": "KyleStackoBot",
         },
     ),
     "stakko": (

@@ -9,6 +9,8 @@ the decreasing run from the bottom (rules §6).
 - ``MediumStackoBot``: each brick has a band of slots (brick b's ideal slot is about
   ``(bricks - b) * slots / bricks``); it takes the open brick or places a drawn one where
   it suits a slot of its band better than the brick there; a finishing move always.
+- ``KyleStackoBot``: the range heuristic of the published Rack-O study (the yardstick of
+  its TD-learned player), ported from its description.
 - ``StrongStackoBot``: remembers what its seat has seen this round (``RoundMemory``),
   values a tower by the expected number of draws still needed to fill its gaps from the
   bricks that can still come (``TowerModel``), and picks by expected value among taking
@@ -159,6 +161,45 @@ class EasyStackoBot(MediumStackoBot):
                 return _pick(legal, take(slot) if view.phase is Phase.TURN else place(slot))
             return _pick(legal, DRAW if view.phase is Phase.TURN else PASS)
         return super().choose(view, legal)
+
+
+class KyleStackoBot(BaseBot):
+    """A port of the range heuristic ("Kyle") that the published TD-learned Rack-O player
+    was measured against (BYU CS478: the network won 71-73 % against it).
+
+    Every slot owns an equal range of brick values (``ideal_slot``). A brick is wanted by
+    the slot whose range it falls in when that slot's brick is out of its own range; the
+    open brick is taken on that rule, otherwise it draws, and a drawn brick is placed on
+    the same rule or passed. A finishing move is always made. It keeps no memory and
+    ignores the opponent: the yardstick, not a contender.
+    """
+
+    name = "kyle"
+
+    def choose(self, view: StackoView, legal: Sequence[Move]) -> Move:
+        tower = _my_tower(view)
+        opts = view.options
+        if view.phase is Phase.TURN:
+            slot = _range_slot(tower, view.open_brick, opts.bricks)
+            return _pick(legal, take(slot) if slot is not None else DRAW)
+        brick = view.drawn
+        if brick is None:
+            raise ValueError("a DRAWN view for the drawer always shows the drawn brick")
+        slot = _range_slot(tower, brick, opts.bricks)
+        return _pick(legal, place(slot) if slot is not None else PASS)
+
+
+def _range_slot(tower: list[int], brick: int, bricks: int) -> int | None:
+    """Where the range heuristic puts ``brick``: a finishing slot, else its range's slot if
+    the brick there is out of range, else nowhere."""
+    done = finishing_slot(tower, brick)
+    if done is not None:
+        return done
+    slots = len(tower)
+    slot = ideal_slot(brick, bricks, slots)
+    if ideal_slot(tower[slot], bricks, slots) != slot:
+        return slot
+    return None
 
 
 # -- strong: memory, a tower model and expected values ------------------------------------
@@ -462,3 +503,10 @@ def _runs(towers: np.ndarray) -> np.ndarray:
     down = towers[:, 1:] < towers[:, :-1]
     runs: np.ndarray = 1 + np.cumprod(down, axis=1).sum(axis=1)
     return runs
+
+
+class StrongV1StackoBot(StrongStackoBot):
+    """The strong level as it was before the learned tower value (issue 19): kept fixed as
+    the arena's reference, so progress is measured against the same opponent."""
+
+    name = "strong-v1"

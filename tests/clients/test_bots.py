@@ -16,6 +16,7 @@ from clients.bots.base import Bot, checked_choice
 from clients.bots.registry import UnknownBotError, levels, make_bot, parse_spec
 from clients.bots.stacko_bots import (
     EasyStackoBot,
+    KyleStackoBot,
     MediumStackoBot,
     RoundMemory,
     StrongStackoBot,
@@ -26,6 +27,7 @@ from engine.stacko import DRAW, PASS, Phase, Reshuffled, Stacko, StackoOptions, 
 from engine.stacko_view import StackoView, resample
 
 LEVELS = ("easy", "medium", "strong")
+YARDSTICKS = ("kyle", "strong-v1")
 
 
 def test_registry_levels_and_specs() -> None:
@@ -38,6 +40,29 @@ def test_registry_levels_and_specs() -> None:
         make_bot("stacko", "grandmaster", random.Random(1))
     with pytest.raises(ValueError):
         parse_spec("stacko:")
+
+
+@pytest.mark.parametrize("level", YARDSTICKS)
+def test_yardstick_levels_play_legal_games(level: str) -> None:
+    """The range heuristic and the fixed reference level are arena levels like the others."""
+    assert level in levels("stacko")
+    for k in range(2):
+        state, _ = play_game(
+            "stacko", (Entrant("stacko", level), Entrant("stacko", "medium")), f"ys:{k}"
+        )
+        assert state.outcome() is not None
+
+
+def test_kyle_takes_a_brick_into_its_range_only_over_an_out_of_range_brick() -> None:
+    bot = KyleStackoBot(random.Random(1))
+    # Slot 1 holds 2, out of its range 33..36; slot 9 holds 12 (no single brick finishes).
+    tower = [40, 2, 30, 25, 21, 17, 13, 9, 5, 12]
+    view = Stacko(rng=random.Random(2)).view(0)._replace(towers=(tuple(tower), (None,) * 10))
+    assert bot.choose(view._replace(discard=(34,)), [take(s) for s in range(10)] + [DRAW]) == take(
+        1
+    )
+    # 38 belongs to slot 0, whose 40 is already in range: it draws instead.
+    assert bot.choose(view._replace(discard=(38,)), [take(s) for s in range(10)] + [DRAW]) == DRAW
 
 
 def test_ideal_slot_bands() -> None:
