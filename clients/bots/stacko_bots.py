@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clients.bots.base import BaseBot
+from clients.bots.base import BaseBot, ShouldStop
 from engine.stacko import (
     DRAW,
     PASS,
@@ -99,7 +99,9 @@ class MediumStackoBot(BaseBot):
     name = "medium"
     width = 1
 
-    def choose(self, view: StackoView, legal: Sequence[Move]) -> Move:
+    def choose(
+        self, view: StackoView, legal: Sequence[Move], *, should_stop: ShouldStop | None = None
+    ) -> Move:
         tower = _my_tower(view)
         if view.phase is Phase.TURN:
             slot = self._slot_for(tower, view.open_brick, view)
@@ -147,7 +149,9 @@ class EasyStackoBot(MediumStackoBot):
     noise = 0.2
     spread = 2
 
-    def choose(self, view: StackoView, legal: Sequence[Move]) -> Move:
+    def choose(
+        self, view: StackoView, legal: Sequence[Move], *, should_stop: ShouldStop | None = None
+    ) -> Move:
         tower = _my_tower(view)
         brick = view.open_brick if view.phase is Phase.TURN else view.drawn
         if brick is None:
@@ -176,7 +180,9 @@ class KyleStackoBot(BaseBot):
 
     name = "kyle"
 
-    def choose(self, view: StackoView, legal: Sequence[Move]) -> Move:
+    def choose(
+        self, view: StackoView, legal: Sequence[Move], *, should_stop: ShouldStop | None = None
+    ) -> Move:
         tower = _my_tower(view)
         opts = view.options
         if view.phase is Phase.TURN:
@@ -412,7 +418,9 @@ class StrongStackoBot(BaseBot):
         if view.seat is not None:
             self.memory.update(view)
 
-    def choose(self, view: StackoView, legal: Sequence[Move]) -> Move:
+    def choose(
+        self, view: StackoView, legal: Sequence[Move], *, should_stop: ShouldStop | None = None
+    ) -> Move:
         self.memory.update(view)
         tower = _my_tower(view)
         opts = view.options
@@ -429,7 +437,8 @@ class StrongStackoBot(BaseBot):
             undo = self.memory.my_last
             forbid = undo[0] if undo is not None and undo[1] == brick else None
             take_slot, take_value = self._best_place(tower, brick, know.pool, total, forbid)
-            if take_slot is not None and take_value < self._draw_value(tower, know, total):
+            draw_value = self._draw_value(tower, know, total, should_stop)
+            if take_slot is not None and take_value < draw_value:
                 return _pick(legal, take(take_slot))
             return _pick(legal, DRAW)
         drawn = view.drawn
@@ -484,18 +493,42 @@ class StrongStackoBot(BaseBot):
         s = int(np.argmin(v))
         return s, float(v[s])
 
-    def _draw_value(self, tower: list[int], know: Knowledge, total: float) -> float:
-        """Expected value of drawing: each possible brick at its best slot, or passed."""
+    def _draw_value(
+        self,
+        tower: list[int],
+        know: Knowledge,
+        total: float,
+        should_stop: ShouldStop | None = None,
+    ) -> float:
+        """Expected value of drawing: each possible brick at its best slot, or passed.
+
+        Anytime: the bricks are valued ``DRAW_CHUNK`` candidate towers at a time, and once
+        ``should_stop()`` is True the bricks not yet valued count as passed (the tower as
+        it stands), an underestimate of drawing: the bot then prefers a good take."""
         stay = self._value(tower, know.pool, total)
         bricks = [b for b, p in enumerate(know.draw_prob) if p > 0]
         if not bricks:
             return stay
-        parts = [self._placements(tower, b, know.pool) for b in bricks]
-        towers = np.concatenate([t for t, _ in parts])
-        pools = np.concatenate([p for _, p in parts])
-        v = self._values(towers, pools, total).reshape(len(bricks), len(tower)).min(axis=1)
-        probs = np.array([know.draw_prob[b] for b in bricks])
-        return float(np.dot(probs, np.minimum(v, stay)))
+        slots = len(tower)
+        per_chunk = max(1, DRAW_CHUNK // slots)
+        expected = 0.0
+        for k in range(0, len(bricks), per_chunk):
+            if should_stop is not None and should_stop():
+                rest = sum(know.draw_prob[b] for b in bricks[k:])
+                return expected + rest * stay
+            chunk = bricks[k : k + per_chunk]
+            parts = [self._placements(tower, b, know.pool) for b in chunk]
+            towers = np.concatenate([t for t, _ in parts])
+            pools = np.concatenate([p for _, p in parts])
+            v = self._values(towers, pools, total).reshape(len(chunk), slots).min(axis=1)
+            probs = np.array([know.draw_prob[b] for b in chunk])
+            expected += float(np.dot(probs, np.minimum(v, stay)))
+        return expected
+
+
+DRAW_CHUNK = 512
+"""Candidate towers valued per step of ``_draw_value`` (between two ``should_stop`` calls);
+at the default options (10 slots, up to 39 bricks to draw) one step holds them all."""
 
 
 def _runs(towers: np.ndarray) -> np.ndarray:

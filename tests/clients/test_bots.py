@@ -204,3 +204,38 @@ def test_easy_against_medium_in_range() -> None:
     result = run_arena([Entrant("stacko", "easy"), Entrant("stacko", "medium")], 60, seed=5)
     (p,) = pair_stats(result)
     assert 0.12 <= p.score <= 0.5, p
+
+
+class StopAfter:
+    """A ``should_stop`` that turns True on its ``n``-th call, counting the calls."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.calls = 0
+
+    def __call__(self) -> bool:
+        self.calls += 1
+        return self.calls >= self.n
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_strong_answers_when_asked_to_stop_on_large_options(n: int) -> None:
+    """20 slots and 200 bricks: drawing is valued in several steps; the n-th
+    ``should_stop`` call ends it, and the move is legal; with no budget, every step runs."""
+    game = Stacko(StackoOptions(bricks=200, tower=20), rng=random.Random(1))
+    view = game.view(game.to_move)
+    legal = view.legal_moves()
+    stop = StopAfter(n)
+    move = StrongStackoBot(random.Random(1)).choose(view, legal, should_stop=stop)
+    assert move in legal and stop.calls == n
+    full = StopAfter(10**9)
+    assert StrongStackoBot(random.Random(1)).choose(view, legal, should_stop=full) in legal
+    assert full.calls > 4  # the draw value took more steps than any stop above allowed
+
+
+def test_every_level_accepts_should_stop() -> None:
+    game = Stacko(rng=random.Random(2))
+    view = game.view(game.to_move)
+    for level in levels("stacko"):
+        bot = make_bot("stacko", level, random.Random(3))
+        assert checked_choice(bot, view, view.legal_moves(), lambda: True) in view.legal_moves()
