@@ -32,8 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bots.registry import levels
 from clients.arena import SOLITAIRE_DEALS, Entrant, mean_ci, run_solitaire
-from clients.bots.registry import levels
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,7 @@
     stacko-bot ws://HOST:PORT --game stakko --level search --create --private
     stacko-bot --join K7QJ2M --level medium --seed 7
 
-Any level of ``clients.bots.registry`` plays (``--help`` lists them); ``clients.sdk`` does the
+Any level of ``bots.registry`` plays (``--help`` lists them); ``clients.sdk`` does the
 protocol. One line per finished game, then a summary; ``--help`` says the rest.
 """
 
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from clients.bots.registry import available
+from bots.registry import available
 from clients.cli import parse_option
 from clients.client import Disconnected, ServerError
 from clients.sdk import BotError, BotRunner, BuiltinBot, ConnectionLost, GameResult

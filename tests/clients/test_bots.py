@@ -7,14 +7,17 @@ flaky, yet still fails if a level stops being stronger than the one below.
 
 from __future__ import annotations
 
+import ast
 import random
+import sys
+from pathlib import Path
 
 import pytest
 
-from clients.arena import Entrant, pair_stats, play_game, run_arena, solitaire_turns
-from clients.bots.base import Bot, checked_choice
-from clients.bots.registry import UnknownBotError, levels, make_bot, parse_spec
-from clients.bots.stacko_bots import (
+import bots
+from bots.base import Bot, checked_choice
+from bots.registry import UnknownBotError, available, levels, make_bot, parse_spec
+from bots.stacko_bots import (
     EasyStackoBot,
     KyleStackoBot,
     MediumStackoBot,
@@ -23,6 +26,7 @@ from clients.bots.stacko_bots import (
     ideal_slot,
     knowledge,
 )
+from clients.arena import Entrant, pair_stats, play_game, run_arena, solitaire_turns
 from engine.stacko import DRAW, PASS, Phase, Reshuffled, Stacko, StackoOptions, place, take
 from engine.stacko_view import StackoView, resample
 
@@ -239,3 +243,27 @@ def test_every_level_accepts_should_stop() -> None:
     for level in levels("stacko"):
         bot = make_bot("stacko", level, random.Random(3))
         assert checked_choice(bot, view, view.legal_moves(), lambda: True) in view.legal_moves()
+
+
+def test_yardsticks_are_for_the_arena_not_offered_to_players() -> None:
+    offered = available()["stacko"]
+    assert offered == ["easy", "medium", "strong"]
+    assert {"kyle", "strong-v1"} <= set(levels("stacko"))
+
+
+def test_the_bots_package_depends_on_the_engine_only() -> None:
+    """Bots are players of views: the server, the SDK and the arena import them, never the
+    other way round (no ``clients``, ``server`` or ``protocol`` import, even a lazy one)."""
+    root = Path(bots.__file__).parent
+    allowed = {"bots", "engine", "numpy"} | set(sys.stdlib_module_names)
+    for path in sorted(root.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[0] in allowed, f"{path.name} imports {name}"

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from clients.bots.stakko_bots import RandomStakkoBot, SearchStakkoBot, StakkoBot, play
+from bots.stakko_bots import RandomStakkoBot, SearchStakkoBot, StakkoBot, play
 from engine.stakko import VARIANTS, Stakko, StakkoMove, StakkoOptions, StakkoView, move
 
 GAMES_PER_VARIANT = 40

@@ -12,7 +12,7 @@ import random
 from collections.abc import Sequence
 from typing import Protocol
 
-from clients.bots.base import ShouldStop
+from bots.base import ShouldStop
 from engine.outcome import Outcome
 from engine.stakko import Stakko, StakkoMove, StakkoOptions, StakkoView
 

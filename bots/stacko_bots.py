@@ -22,13 +22,15 @@ Nothing here reads hidden state: the only inputs are views and the legal moves.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from clients.bots.base import BaseBot, ShouldStop
+from bots.base import BaseBot, ShouldStop
 from engine.stacko import (
     DRAW,
     PASS,
@@ -320,6 +322,16 @@ def knowledge(
     return Knowledge(draw_prob, pool)
 
 
+@dataclass(frozen=True, slots=True)
+class TowerParams:
+    """The shape of ``TowerModel``'s gap cost and its soft minimum over keep sets."""
+
+    temperature: float = 3.0
+    k_power: float = 2.0
+    m_power: float = 1.0
+    gap_cost: float = 0.0
+
+
 class TowerModel:
     """Values towers by the number of draws they still need, from the bricks that can come.
 
@@ -340,10 +352,19 @@ class TowerModel:
     """
 
     temperature = 3.0
+    k_power = 2.0
+    """A gap of ``k`` slots costs ``N k**k_power / m**m_power`` (plus ``gap_cost``)."""
+    m_power = 1.0
+    gap_cost = 0.0
 
-    def __init__(self, bricks: int, slots: int) -> None:
+    def __init__(self, bricks: int, slots: int, params: TowerParams | None = None) -> None:
         self.bricks = bricks
         self.slots = slots
+        if params is not None:
+            self.temperature = params.temperature
+            self.k_power = params.k_power
+            self.m_power = params.m_power
+            self.gap_cost = params.gap_cost
 
     def values(self, towers: np.ndarray, pools: np.ndarray, total: float) -> np.ndarray:
         """Draws still needed by each tower (rows of ``towers``, slot 0 first) with the pool
@@ -371,7 +392,11 @@ class TowerModel:
                 ok = (vals[:, :j] > vals[:, j : j + 1]) & (
                     count_below[:, :j] - count_at[:, j : j + 1] >= k
                 )
-                gap = np.where(k > 0, total * k * k / m, 0.0)
+                if self.k_power == 2.0 and self.m_power == 1.0 and self.gap_cost == 0.0:
+                    gap = np.where(k > 0, total * k * k / m, 0.0)
+                else:
+                    scaled = total * k.astype(float) ** self.k_power / m**self.m_power
+                    gap = np.where(k > 0, scaled + self.gap_cost, 0.0)
                 cost = np.where(ok, best[:, :j] + gap, np.inf)
                 low = cost.min(axis=1)
                 if self.temperature > 0:
@@ -385,6 +410,23 @@ class TowerModel:
 
 
 HOPELESS = 1e6
+
+PARAMS_PATH = Path(__file__).with_name("data") / "tower_params.json"
+"""The fitted ``TowerParams`` of the strong level (``bench/train_tower_value.py``)."""
+
+
+def fitted_params() -> TowerParams:
+    """The shipped fit (read once per process; the defaults if the file is missing)."""
+    global _FITTED
+    if _FITTED is None:
+        try:
+            _FITTED = TowerParams(**json.loads(PARAMS_PATH.read_text())["params"])
+        except FileNotFoundError:
+            _FITTED = TowerParams()
+    return _FITTED
+
+
+_FITTED: TowerParams | None = None
 
 
 class StrongStackoBot(BaseBot):
@@ -406,10 +448,15 @@ class StrongStackoBot(BaseBot):
     """Pool weight of a brick seen in the opponent's tower: it may be swapped out."""
     run_bonus = 0.5
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, params: TowerParams | None = None) -> None:
         super().__init__(rng)
         self.memory = RoundMemory()
         self.model: TowerModel | None = None
+        self.params = params if params is not None else self.default_params()
+
+    def default_params(self) -> TowerParams:
+        """The fitted tower value shipped with the package."""
+        return fitted_params()
 
     def reset(self) -> None:
         self.memory.reset()
@@ -425,7 +472,7 @@ class StrongStackoBot(BaseBot):
         tower = _my_tower(view)
         opts = view.options
         if self.model is None or (self.model.bricks, self.model.slots) != (opts.bricks, opts.tower):
-            self.model = TowerModel(opts.bricks, opts.tower)
+            self.model = TowerModel(opts.bricks, opts.tower, self.params)
         know = knowledge(view, self.memory, self.discard_weight, self.opponent_weight)
         total = sum(know.pool)
         if view.phase is Phase.TURN:
@@ -543,3 +590,6 @@ class StrongV1StackoBot(StrongStackoBot):
     the arena's reference, so progress is measured against the same opponent."""
 
     name = "strong-v1"
+
+    def default_params(self) -> TowerParams:
+        return TowerParams()
