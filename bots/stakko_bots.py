@@ -133,6 +133,8 @@ class SearchStakkoBot:
         self._me = 0
         self._table: dict[tuple[object, ...], _Entry] = {}
         self._stop: ShouldStop | None = None
+        self.last_depth = 0
+        """The depth of the last finished iteration of the last choice (for the bench)."""
 
     def reset(self) -> None:
         """Nothing to forget: the view is the whole game, so each search starts afresh."""
@@ -156,11 +158,13 @@ class SearchStakkoBot:
         order = list(legal)
         self.rng.shuffle(order)  # ties go to a random move, not always the first stack
         best = order[0]
+        self.last_depth = 0
         for depth in range(1, self.max_depth + 1):
             try:
                 value, best = self._root(root, order, depth)
             except _OutOfBudget:
                 break
+            self.last_depth = depth
             order.remove(best)
             order.insert(0, best)
             if abs(value) >= WIN:
