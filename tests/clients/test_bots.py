@@ -23,6 +23,8 @@ from bots.stacko_bots import (
     MediumStackoBot,
     RoundMemory,
     StrongStackoBot,
+    StrongV1StackoBot,
+    TowerModel,
     ideal_slot,
     knowledge,
 )
@@ -267,3 +269,40 @@ def test_the_bots_package_depends_on_the_engine_only() -> None:
                 continue
             for name in names:
                 assert name.split(".")[0] in allowed, f"{path.name} imports {name}"
+
+
+def _midgame_view(opp: tuple[int | None, ...], totals: tuple[int, int], rnd: int) -> StackoView:
+    game = Stacko(rng=random.Random(4))
+    view = game.view(0)
+    return view._replace(towers=(view.towers[0], opp), totals=totals, round=rnd)
+
+
+def test_strong_charges_for_the_bricks_the_opponents_tower_wants() -> None:
+    """The opponent shows 40 . 30 . 20 . 10 . 5 . (hidden slots between): a brick for one of
+    its gaps is a gift, the more so the fewer bricks could fill that gap; a brick it holds is
+    none, and with nothing shown no brick is singled out."""
+    bot = StrongStackoBot(random.Random(1))
+    opp = (40, None, 30, None, 20, None, 10, None, 5, None)
+    view = _midgame_view(opp, (0, 0), 1)
+    bot.model = TowerModel(40, 10)
+    gifts = bot._gifts(view)
+    assert gifts is not None
+    assert gifts[35] > 0 and gifts[25] > 0 and gifts[15] > 0
+    assert gifts[30] == 0 and gifts[40] == 0  # bricks it holds never come to it
+    # 2..4 are the only bricks for its top slot, 31..39 nine for slot 1: 2 is scarcer.
+    assert gifts[2] > gifts[35]
+    assert bot._gifts(_midgame_view((None,) * 10, (0, 0), 1)) is None
+    assert StrongV1StackoBot.gift_weight == 0
+
+
+def test_strong_weighs_the_run_as_the_scores_demand() -> None:
+    bot = StrongStackoBot(random.Random(1))
+    hidden = (None,) * 10
+    bot._plan(_midgame_view(hidden, (0, 0), 1))  # round 1 of 2: the plain run bonus
+    assert bot._need == 0 and bot._bonus == pytest.approx(bot.run_bonus)
+    bot._plan(_midgame_view(hidden, (50, 20), 2))  # ahead by 30: a run of 5 wins anyway
+    assert bot._need == 5
+    bot._plan(_midgame_view(hidden, (20, 50), 2))  # behind by 30: no run is enough
+    assert bot._need == 0 and bot._bonus == 0
+    bot._plan(_midgame_view(hidden, (95, 20), 2))  # ahead by 75: won whatever happens
+    assert bot._need == 0
