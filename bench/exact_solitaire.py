@@ -234,6 +234,8 @@ def strong_value(
 def policy_value(name: str, slots: int, bricks: int) -> Callable[[np.ndarray], np.ndarray]:
     if name == "strong-v1":
         return strong_value(slots, bricks)
+    if name == "strong":  # in a one-round game nothing is left to secure: no run bonus
+        return strong_value(slots, bricks, run_bonus=0.0)
     raise ValueError(f"no policy {name!r}")
 
 

@@ -11,8 +11,10 @@ table keyed by the line and the side to move. It plays the rules on its own smal
 representation (one string per stack, bottom first), which the tests check move for move
 against ``engine.stakko``.
 
-Bounded: ``--time-limit`` (CPU seconds, default 1200) and ``--max-table`` entries; on either
-it stops and reports how far it got (the root moves proven so far, nodes, table size).
+Bounded: ``--time-limit`` (CPU seconds, default 1200) and ``--max-table`` entries (about 200
+bytes each); on either it stops and reports how far it got (the root moves proven so far,
+nodes, table size). ``--store-from N`` keeps only positions whose search took N nodes or
+more, so the table lasts longer.
 """
 
 from __future__ import annotations
@@ -93,7 +95,9 @@ EXACT, LOWER, UPPER = 0, 1, 2
 
 
 class Solver:
-    def __init__(self, time_limit: float, max_table: int) -> None:
+    def __init__(self, time_limit: float, max_table: int, store_from: int = 0) -> None:
+        self.store_from = store_from
+        """Only positions whose search took at least this many nodes go into the table."""
         self.deadline = time.process_time() + time_limit
         self.max_table = max_table
         self.table: dict[str, int] = {}
@@ -127,6 +131,7 @@ class Solver:
             else:
                 beta = min(beta, v)
         a0, b0 = alpha, beta
+        first = self.nodes
         maximise = seat == 0
         best = -2 if maximise else 2
         for stack, count in self.ordered(line, seat):
@@ -141,13 +146,14 @@ class Solver:
                 beta = min(beta, v)
             if alpha >= beta:
                 break
-        flag = UPPER if best <= a0 else LOWER if best >= b0 else EXACT
-        self.table[key] = best * 3 + flag
+        if self.nodes - first >= self.store_from:  # small subtrees are cheaper to redo
+            flag = UPPER if best <= a0 else LOWER if best >= b0 else EXACT
+            self.table[key] = best * 3 + flag
         return best
 
 
-def solve(time_limit: float, max_table: int) -> dict[str, object]:
-    solver = Solver(time_limit, max_table)
+def solve(time_limit: float, max_table: int, store_from: int = 0) -> dict[str, object]:
+    solver = Solver(time_limit, max_table, store_from)
     start = time.process_time()
     roots: dict[str, int] = {}
     report: dict[str, object] = {"solved": False}
@@ -177,10 +183,11 @@ def solve(time_limit: float, max_table: int) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--time-limit", type=float, default=1200.0, metavar="CPU_SECONDS")
-    p.add_argument("--max-table", type=int, default=30_000_000)
+    p.add_argument("--max-table", type=int, default=12_000_000)
+    p.add_argument("--store-from", type=int, default=0, metavar="NODES")
     args = p.parse_args(argv)
     sys.setrecursionlimit(10_000)
-    out = solve(args.time_limit, args.max_table)
+    out = solve(args.time_limit, args.max_table, args.store_from)
     print(json.dumps(out))
     return 0 if out["solved"] else 1
 

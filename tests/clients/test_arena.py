@@ -292,3 +292,22 @@ def test_race_turns_are_counted_per_round() -> None:
     ]
     assert stats.turns_per_player == pytest.approx(sum(races) / len(races))
     assert "race turns" in report(result, [])
+
+
+def test_python_dash_m_runs_the_split_package() -> None:
+    """``clients/arena`` is a package now (play, live, solitaire, workers, schedule, stats,
+    ratings, report, plot, cli); ``python -m clients.arena`` still is the command line."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "clients.arena", "--help"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: stacko-arena")
