@@ -2,14 +2,20 @@
 
     python bench/solitaire.py                      # 2,000 towers per level, all levels
     python bench/solitaire.py --towers 500 --levels strong --workers 2
-    python bench/solitaire.py --deal one-tower     # only the bot's tower dealt (Rack-O-like)
+    python bench/solitaire.py --deal one-tower     # only the bot's tower dealt
 
 "Alone" is defined by ``clients.arena.solitaire_turns``: 40 bricks, 10 slots, the turn coming
 straight back to the bot, so the open brick is always its own last discard; a turn is a
 take, or a draw with its place or pass. ``--deal normal`` (the default, and the arena's): a
 normal deal whose other tower is never played (its 10 bricks stay out of play, 20 cycle);
-``--deal one-tower``: only the bot's tower is dealt and 30 bricks cycle, as in solitaire
-Rack-O (the setting of the published TD-learned player's 8.88 turns).
+``--deal one-tower``: only the bot's tower is dealt and 30 bricks cycle.
+
+This is not the yardstick of the published TD-learned Rack-O player (BYU CS478, 40 cards,
+racks of 10, "8.88 moves per game"): that figure is the length of a two-player race in
+self-play, each player also seeing the other's discards, so it is compared with the arena's
+"race turns" of strong vs strong (turns per player in a finished round), not with these
+turns to sort one tower alone. The yardstick for solitaire is the exact optimum, computable
+for small towers (``bench/exact_solitaire.py``).
 
 Prints the mean with a normal 95% interval, the median and the worst tower. Bounded: every
 tower is capped at 500 turns, and ``--time-limit`` (default 900 s) stops early, saying so.
@@ -26,8 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bots.registry import levels
 from clients.arena import SOLITAIRE_DEALS, Entrant, mean_ci, run_solitaire
-from clients.bots.registry import levels
 
 
 def main(argv: list[str] | None = None) -> int:

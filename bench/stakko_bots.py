@@ -2,12 +2,15 @@
 
     python bench/stakko_bots.py                    # 400 games, about 30-40 s on one core
     python bench/stakko_bots.py --games 90 --nodes 300 --seed 7
+    python bench/stakko_bots.py --games 200 --versus 10000   # also: against itself, 10x nodes
 
 Games go round-robin over the variants (basic, gray, red) and the searcher's seat
 alternates, so every variant gets both seats equally often. Everything is seeded: the same
 arguments print the same table. Each game is bounded by the engine's ply cap and the number
 of games by ``--games`` (at most 5000). Prints win/draw/loss per variant, the overall rates
-with a 95% Wilson lower bound on the win rate, and one JSON line.
+with a 95% Wilson lower bound on the win rate, the searcher's time per move (p50, p99, max)
+and the depth its last finished iteration reached, and one JSON line. ``--versus NODES`` also
+plays the same number of games of the searcher against itself with ``NODES`` per move.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ import random
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: the repo, not bench/, goes on sys.path
     sys.path[0:1] = [str(Path(__file__).resolve().parent.parent)]
 
-from clients.bots.stakko_bots import RandomStakkoBot, SearchStakkoBot, StakkoBot, play
-from engine.stakko import VARIANTS, StakkoOptions
+from bots.stakko_bots import RandomStakkoBot, SearchStakkoBot, StakkoBot, play
+from engine.stakko import VARIANTS, StakkoMove, StakkoOptions, StakkoView
 
 
 def wilson_lower(wins: int, n: int, z: float = 1.96) -> float:
@@ -43,16 +47,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--games", type=int, default=400, help="games in all (default 400)")
     ap.add_argument("--nodes", type=int, default=1_000, help="search budget per move")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--versus", type=int, default=0, metavar="NODES", help="also vs itself")
     args = ap.parse_args(argv)
     if not 1 <= args.games <= 5_000:
         ap.error("--games must be 1..5000")
     results: dict[str, Counter[str]] = {v: Counter() for v in VARIANTS}
+    timing: list[tuple[float, int]] = []
     start = time.perf_counter()
     for g in range(args.games):
         variant = VARIANTS[g % len(VARIANTS)]
         seat = (g // len(VARIANTS)) % 2
         seed = args.seed * 1_000_003 + g
-        searcher = SearchStakkoBot(random.Random(seed), nodes=args.nodes)
+        searcher = Timed(SearchStakkoBot(random.Random(seed), nodes=args.nodes), timing)
         bots: list[StakkoBot] = [RandomStakkoBot(random.Random(f"random-{seed}"))] * 2
         bots[seat] = searcher
         outcome = play(bots, StakkoOptions(variant=variant))
@@ -73,14 +79,58 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'all':8} {n:6} {total['win']:5} {total['draw']:5} {total['loss']:5} {win:9.1%}")
     print(f"win {win:.1%}  draw {draw:.1%}  loss {loss:.1%}  (95% lower bound on win {low:.1%})")
     print(f"{elapsed:.1f} s wall")
+    ms = sorted(t * 1000 for t, _ in timing)
+    depths = [d for _, d in timing]
+    p50, p99 = ms[len(ms) // 2], ms[min(len(ms) - 1, int(0.99 * len(ms)))]
+    print(
+        f"search per move: {len(ms)} moves, p50 {p50:.1f} ms, p99 {p99:.1f} ms, max"
+        f" {ms[-1]:.1f} ms; depth reached mean {sum(depths) / len(depths):.1f},"
+        f" min {min(depths)}, max {max(depths)}"
+    )
+    versus = _versus(args) if args.versus else None
     summary = {
         "games": n, "nodes": args.nodes, "seed": args.seed, "win": total["win"],
         "draw": total["draw"], "loss": total["loss"], "win_rate": round(win, 4),
         "win_rate_lower95": round(low, 4), "seconds": round(elapsed, 1),
         "by_variant": {v: dict(c) for v, c in results.items()},
+        "move_ms_p50": round(p50, 2), "move_ms_p99": round(p99, 2),
+        "depth_mean": round(sum(depths) / len(depths), 2), "versus": versus,
     }  # fmt: skip
     print(json.dumps(summary))
     return 0
+
+
+class Timed:
+    """Wraps the searcher: the wall time and the finished depth of each of its choices."""
+
+    def __init__(self, bot: SearchStakkoBot, out: list[tuple[float, int]]) -> None:
+        self.bot, self.out, self.name = bot, out, bot.name
+
+    def choose(self, view: StakkoView, legal: Sequence[StakkoMove]) -> StakkoMove:
+        t = time.perf_counter()
+        move = self.bot.choose(view, legal)
+        self.out.append((time.perf_counter() - t, self.bot.last_depth))
+        return move
+
+
+def _versus(args: argparse.Namespace) -> dict[str, object]:
+    """The searcher at ``--nodes`` against itself at ``--versus`` nodes, seats alternating."""
+    c: Counter[str] = Counter()
+    for g in range(args.games):
+        variant = VARIANTS[g % len(VARIANTS)]
+        seat = (g // len(VARIANTS)) % 2  # the seat of the bot with more nodes
+        seed = args.seed * 1_000_003 + g
+        bots: list[StakkoBot] = [SearchStakkoBot(random.Random(f"a-{seed}"), nodes=args.nodes)] * 2
+        bots[seat] = SearchStakkoBot(random.Random(f"b-{seed}"), nodes=args.versus)
+        outcome = play(bots, StakkoOptions(variant=variant))
+        c["draw" if outcome.winner is None else "win" if outcome.winner == seat else "loss"] += 1
+    n = sum(c.values())
+    score = (c["win"] + c["draw"] / 2) / n
+    print(
+        f"search nodes={args.versus} vs nodes={args.nodes}: {n} games, win {c['win']},"
+        f" draw {c['draw']}, loss {c['loss']}; score {score:.3f}"
+    )
+    return {"nodes": args.versus, **c, "score": round(score, 4)}
 
 
 if __name__ == "__main__":

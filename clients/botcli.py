@@ -5,7 +5,7 @@
     stacko-bot --join K7QJ2MXP --level medium --seed 7
     stacko-bot --create --bot easy --games 5               # against the server's easy bot
 
-Any level of ``clients.bots.registry`` plays (``--help`` lists them); ``clients.sdk`` does the
+Any level of ``bots.registry`` plays (``--help`` lists them); ``clients.sdk`` does the
 protocol. One line per finished game, then a summary; ``--help`` says the rest.
 """
 
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from clients.bots.registry import available
+from bots.registry import available
 from clients.cli import parse_option
 from clients.client import Disconnected, ServerError
 from clients.sdk import BotError, BotRunner, BuiltinBot, ConnectionLost, GameResult

@@ -32,7 +32,7 @@ The SDK does the protocol so a bot does not have to:
   goes on with the games (PROTOCOL.md "Presence, reconnection and forfeit");
 - returns a ``GameResult`` per game (outcome, seat, scores).
 
-``BuiltinBot`` runs the bots of ``clients.bots`` (which decide on engine views) through the
+``BuiltinBot`` runs the bots of ``bots`` (which decide on engine views) through the
 SDK: it turns each wire view back into the engine view (``clients.wire_views``).
 ``stacko-bot`` (``clients.botcli``) is that, as a command.
 """
@@ -52,8 +52,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from clients.bots.base import checked_choice, observe_view
-from clients.bots.registry import make_bot
+from bots.base import checked_choice, observe_view
+from bots.registry import make_bot
 from clients.client import Disconnected, Frame, ServerError, StackoClient, websocket_url
 from clients.wire_views import move_to_wire, options_from_info, view_from_wire
 
@@ -237,7 +237,7 @@ def _is_async(bot: Bot) -> bool:
 
 
 class BuiltinBot(Bot):
-    """A bot of ``clients.bots.registry`` (``game``, ``level``) playing through the SDK.
+    """A bot of ``bots.registry`` (``game``, ``level``) playing through the SDK.
 
     Those bots decide on engine views, so each wire view is turned back into one by
     ``clients.wire_views`` (the inverse of the server's ``view_to_wire``, with the room's

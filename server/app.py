@@ -98,7 +98,7 @@ def throttle_accept_errors() -> ThrottleAcceptErrors:
 def _default_bots() -> tuple[dict[str, list[str]], BotFactory | None]:
     """The built-in bots, if the bots package is importable (it ships with the server)."""
     try:
-        from clients.bots.registry import (  # type: ignore[import-not-found,unused-ignore]
+        from bots.registry import (  # type: ignore[import-not-found,unused-ignore]
             available,
             make_bot,
         )

@@ -6,7 +6,7 @@ loop, through a callback; meanwhile the room plays on its own timer (``Room._bot
 no answer came within the per-decision budget it plays the game's ``timeout_moves`` and
 drops the late answer.
 
-Bots keep memory between decisions (``observe``/``reset``, ``clients.bots.base``), so the bot
+Bots keep memory between decisions (``observe``/``reset``, ``bots.base``), so the bot
 object travels with each decision: the loop pickles ``(bot, view, legal)`` (about 4 KB and
 50 us for the strong Stacko bot; pickled on the loop, so what is sent is the view as it was
 when asked), the worker runs ``choose`` and sends back the move *and the bot*, whose memory
@@ -59,7 +59,7 @@ _ACCEPTS: dict[type, bool] = {}
 
 def accepts_should_stop(bot: Any) -> bool:
     """Whether ``bot.choose`` takes the keyword ``should_stop`` (the anytime interface of
-    ``clients.bots.base``); looked up once per class."""
+    ``bots.base``); looked up once per class."""
     kind = type(bot)
     known = _ACCEPTS.get(kind)
     if known is None:
@@ -178,9 +178,7 @@ class PoolThinker:
         the fork server imports the bots once and forks workers from that."""
         if self._executor is None:
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(
-                ["clients.bots.registry", "clients.bots.stacko_bots", "clients.bots.stakko_bots"]
-            )
+            ctx.set_forkserver_preload(["bots.registry", "bots.stacko_bots", "bots.stakko_bots"])
             self._executor = concurrent.futures.ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=ctx, initializer=_quiet_worker
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import socket
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +187,10 @@ def test_live_arena_on_a_local_server_plays_the_in_process_games() -> None:
     check_live_counts(live, deals=2, pairs=3)
     assert live.server is not None and live.server.startswith("ws://127.0.0.1:")
     assert live.duplicate
-    assert live.records == run_arena(BOTS, 2, seed=31).records
+    in_process = run_arena(BOTS, 2, seed=31).records
+    assert all(r.round_turns and len(r.round_turns) == len(r.finishers) for r in in_process)
+    # The live runner sees no turn counter, only the same games.
+    assert live.records == [replace(r, round_turns=()) for r in in_process]
     assert "live through the arena's own server" in report(live, ratings(live, bootstrap=10))
 
 
@@ -270,3 +274,40 @@ def test_missing_arena_extra_is_explained(
     assert main(["--deals", "1", "--solitaire", "0"]) == 2
     err = capsys.readouterr().err
     assert "tqdm" in err and "stacko[arena]" in err
+
+
+def test_race_turns_are_counted_per_round() -> None:
+    """Each finished round's turns (both players) are recorded in-process: a turn is one or
+    two plies, so the plies bound them; the pair's race length is half a round's turns."""
+    result = run_arena([Entrant("stacko", "strong"), Entrant("stacko", "kyle")], 3, seed=4)
+    for rec in result.records:
+        assert len(rec.round_turns) == len(rec.finishers)
+        assert sum(rec.round_turns) <= rec.plies <= 2 * sum(rec.round_turns)
+    (stats,) = pair_stats(result)
+    races = [
+        t / 2
+        for rec in result.records
+        for t, f in zip(rec.round_turns, rec.finishers, strict=True)
+        if f is not None
+    ]
+    assert stats.turns_per_player == pytest.approx(sum(races) / len(races))
+    assert "race turns" in report(result, [])
+
+
+def test_python_dash_m_runs_the_split_package() -> None:
+    """``clients/arena`` is a package now (play, live, solitaire, workers, schedule, stats,
+    ratings, report, plot, cli); ``python -m clients.arena`` still is the command line."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "clients.arena", "--help"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: stacko-arena")

@@ -7,25 +7,33 @@ flaky, yet still fails if a level stops being stronger than the one below.
 
 from __future__ import annotations
 
+import ast
 import random
+import sys
+from pathlib import Path
 
 import pytest
 
-from clients.arena import Entrant, pair_stats, play_game, run_arena, solitaire_turns
-from clients.bots.base import Bot, checked_choice
-from clients.bots.registry import UnknownBotError, levels, make_bot, parse_spec
-from clients.bots.stacko_bots import (
+import bots
+from bots.base import Bot, checked_choice
+from bots.registry import UnknownBotError, available, levels, make_bot, parse_spec
+from bots.stacko_bots import (
     EasyStackoBot,
+    KyleStackoBot,
     MediumStackoBot,
     RoundMemory,
     StrongStackoBot,
+    StrongV1StackoBot,
+    TowerModel,
     ideal_slot,
     knowledge,
 )
+from clients.arena import Entrant, pair_stats, play_game, run_arena, solitaire_turns
 from engine.stacko import DRAW, PASS, Phase, Reshuffled, Stacko, StackoOptions, place, take
 from engine.stacko_view import StackoView, resample
 
 LEVELS = ("easy", "medium", "strong")
+YARDSTICKS = ("kyle", "strong-v1")
 
 
 def test_registry_levels_and_specs() -> None:
@@ -38,6 +46,29 @@ def test_registry_levels_and_specs() -> None:
         make_bot("stacko", "grandmaster", random.Random(1))
     with pytest.raises(ValueError):
         parse_spec("stacko:")
+
+
+@pytest.mark.parametrize("level", YARDSTICKS)
+def test_yardstick_levels_play_legal_games(level: str) -> None:
+    """The range heuristic and the fixed reference level are arena levels like the others."""
+    assert level in levels("stacko")
+    for k in range(2):
+        state, _ = play_game(
+            "stacko", (Entrant("stacko", level), Entrant("stacko", "medium")), f"ys:{k}"
+        )
+        assert state.outcome() is not None
+
+
+def test_kyle_takes_a_brick_into_its_range_only_over_an_out_of_range_brick() -> None:
+    bot = KyleStackoBot(random.Random(1))
+    # Slot 1 holds 2, out of its range 33..36; slot 9 holds 12 (no single brick finishes).
+    tower = [40, 2, 30, 25, 21, 17, 13, 9, 5, 12]
+    view = Stacko(rng=random.Random(2)).view(0)._replace(towers=(tuple(tower), (None,) * 10))
+    assert bot.choose(view._replace(discard=(34,)), [take(s) for s in range(10)] + [DRAW]) == take(
+        1
+    )
+    # 38 belongs to slot 0, whose 40 is already in range: it draws instead.
+    assert bot.choose(view._replace(discard=(38,)), [take(s) for s in range(10)] + [DRAW]) == DRAW
 
 
 def test_ideal_slot_bands() -> None:
@@ -179,3 +210,99 @@ def test_easy_against_medium_in_range() -> None:
     result = run_arena([Entrant("stacko", "easy"), Entrant("stacko", "medium")], 60, seed=5)
     (p,) = pair_stats(result)
     assert 0.12 <= p.score <= 0.5, p
+
+
+class StopAfter:
+    """A ``should_stop`` that turns True on its ``n``-th call, counting the calls."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.calls = 0
+
+    def __call__(self) -> bool:
+        self.calls += 1
+        return self.calls >= self.n
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_strong_answers_when_asked_to_stop_on_large_options(n: int) -> None:
+    """20 slots and 200 bricks: drawing is valued in several steps; the n-th
+    ``should_stop`` call ends it, and the move is legal; with no budget, every step runs."""
+    game = Stacko(StackoOptions(bricks=200, tower=20), rng=random.Random(1))
+    view = game.view(game.to_move)
+    legal = view.legal_moves()
+    stop = StopAfter(n)
+    move = StrongStackoBot(random.Random(1)).choose(view, legal, should_stop=stop)
+    assert move in legal and stop.calls == n
+    full = StopAfter(10**9)
+    assert StrongStackoBot(random.Random(1)).choose(view, legal, should_stop=full) in legal
+    assert full.calls > 4  # the draw value took more steps than any stop above allowed
+
+
+def test_every_level_accepts_should_stop() -> None:
+    game = Stacko(rng=random.Random(2))
+    view = game.view(game.to_move)
+    for level in levels("stacko"):
+        bot = make_bot("stacko", level, random.Random(3))
+        assert checked_choice(bot, view, view.legal_moves(), lambda: True) in view.legal_moves()
+
+
+def test_yardsticks_are_for_the_arena_not_offered_to_players() -> None:
+    offered = available()["stacko"]
+    assert offered == ["easy", "medium", "strong"]
+    assert {"kyle", "strong-v1"} <= set(levels("stacko"))
+
+
+def test_the_bots_package_depends_on_the_engine_only() -> None:
+    """Bots are players of views: the server, the SDK and the arena import them, never the
+    other way round (no ``clients``, ``server`` or ``protocol`` import, even a lazy one)."""
+    root = Path(bots.__file__).parent
+    allowed = {"bots", "engine", "numpy"} | set(sys.stdlib_module_names)
+    for path in sorted(root.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[0] in allowed, f"{path.name} imports {name}"
+
+
+def _midgame_view(opp: tuple[int | None, ...], totals: tuple[int, int], rnd: int) -> StackoView:
+    game = Stacko(rng=random.Random(4))
+    view = game.view(0)
+    return view._replace(towers=(view.towers[0], opp), totals=totals, round=rnd)
+
+
+def test_strong_charges_for_the_bricks_the_opponents_tower_wants() -> None:
+    """The opponent shows 40 . 30 . 20 . 10 . 5 . (hidden slots between): a brick for one of
+    its gaps is a gift, the more so the fewer bricks could fill that gap; a brick it holds is
+    none, and with nothing shown no brick is singled out."""
+    bot = StrongStackoBot(random.Random(1))
+    opp = (40, None, 30, None, 20, None, 10, None, 5, None)
+    view = _midgame_view(opp, (0, 0), 1)
+    bot.model = TowerModel(40, 10)
+    gifts = bot._gifts(view)
+    assert gifts is not None
+    assert gifts[35] > 0 and gifts[25] > 0 and gifts[15] > 0
+    assert gifts[30] == 0 and gifts[40] == 0  # bricks it holds never come to it
+    # 2..4 are the only bricks for its top slot, 31..39 nine for slot 1: 2 is scarcer.
+    assert gifts[2] > gifts[35]
+    assert bot._gifts(_midgame_view((None,) * 10, (0, 0), 1)) is None
+    assert StrongV1StackoBot.gift_weight == 0
+
+
+def test_strong_weighs_the_run_as_the_scores_demand() -> None:
+    bot = StrongStackoBot(random.Random(1))
+    hidden = (None,) * 10
+    bot._plan(_midgame_view(hidden, (0, 0), 1))  # round 1 of 2: the plain run bonus
+    assert bot._need == 0 and bot._bonus == pytest.approx(bot.run_bonus)
+    bot._plan(_midgame_view(hidden, (50, 20), 2))  # ahead by 30: a run of 5 wins anyway
+    assert bot._need == 5
+    bot._plan(_midgame_view(hidden, (20, 50), 2))  # behind by 30: no run is enough
+    assert bot._need == 0 and bot._bonus == 0
+    bot._plan(_midgame_view(hidden, (95, 20), 2))  # ahead by 75: won whatever happens
+    assert bot._need == 0

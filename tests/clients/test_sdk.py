@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 import pytest
 
+from bots.registry import UnknownBotError
 from clients import botcli
-from clients.bots.registry import UnknownBotError
 from clients.sdk import (
     Bot,
     BotError,

@@ -9,7 +9,7 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from clients.bots.registry import make_bot
+from bots.registry import make_bot
 from clients.wire_views import (
     move_to_wire,
     moves_from_wire,

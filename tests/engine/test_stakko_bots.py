@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from clients.bots.stakko_bots import RandomStakkoBot, SearchStakkoBot, StakkoBot, play
+from bots.stakko_bots import RandomStakkoBot, SearchStakkoBot, StakkoBot, play
 from engine.stakko import VARIANTS, Stakko, StakkoMove, StakkoOptions, StakkoView, move
 
 GAMES_PER_VARIANT = 40
@@ -76,3 +76,39 @@ def test_search_respects_a_tiny_budget() -> None:
         SearchStakkoBot(random.Random(0), nodes=0)
     with pytest.raises(ValueError):
         RandomStakkoBot(random.Random(0)).choose(view, ())
+
+
+class StopAfter:
+    """A ``should_stop`` that turns True on its ``n``-th call, counting the calls."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.calls = 0
+
+    def __call__(self) -> bool:
+        self.calls += 1
+        return self.calls >= self.n
+
+
+@pytest.mark.parametrize("n", [1, 3, 50])
+def test_search_stops_when_asked_and_plays_a_legal_move(n: int) -> None:
+    """With a budget far too big to use up, the search ends on the n-th ``should_stop`` call
+    (no more calls after it) and still plays a legal move."""
+    view = Stakko(rng=random.Random(0)).view(0)
+    stop = StopAfter(n)
+    bot = SearchStakkoBot(random.Random(0), nodes=10_000_000)
+    assert bot.choose(view, view.legal_moves(), should_stop=stop) in view.legal_moves()
+    assert stop.calls == n
+    # A later choice without a budget is not cut short by the old one.
+    small = SearchStakkoBot(random.Random(0), nodes=300)
+    assert small.choose(view, view.legal_moves()) in view.legal_moves()
+
+
+def test_search_with_an_unused_stop_plays_as_without() -> None:
+    view = Stakko(rng=random.Random(0)).view(0)
+    legal = view.legal_moves()
+    a = SearchStakkoBot(random.Random(7), nodes=2_000).choose(view, legal)
+    b = SearchStakkoBot(random.Random(7), nodes=2_000).choose(
+        view, legal, should_stop=lambda: False
+    )
+    assert a == b

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from clients.bots.registry import levels
+from bots.registry import available
 from engine.errors import IllegalReason
 from engine.games import GAMES
 from protocol.errors import ErrorCode, to_error_code
@@ -103,7 +103,7 @@ def test_games_example_shows_the_real_options_schema() -> None:
     assert set(shown) == set(CODECS) == set(GAMES)
     for name, codec in CODECS.items():
         assert shown[name]["options"] == codec.options_model.model_json_schema()
-        assert shown[name]["bots"] == levels(name)
+        assert shown[name]["bots"] == available()[name]
 
 
 # -- error codes -------------------------------------------------------------------------

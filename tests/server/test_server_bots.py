@@ -190,7 +190,7 @@ def test_every_builtin_bot_crosses_to_a_worker_and_back(game, level):
     import pickle
     import random
 
-    from clients.bots.registry import make_bot
+    from bots.registry import make_bot
     from engine.games import GAMES
     from server.botpool import _work
 

@@ -386,7 +386,7 @@ def test_lobby_rooms_spectators_quick_match_and_errors(server, new_player) -> No
 def test_play_against_a_bot_to_the_end(server, new_player, screenshots) -> None:
     levels = server.bot_levels("stacko")
     if not levels:
-        pytest.skip("the server offers no bot levels for stacko (no clients.bots registry yet)")
+        pytest.skip("the server offers no bot levels for stacko (no bots registry yet)")
     alice = new_player("Alice")
     alice.open(server.http_url)
     alice.in_lobby()

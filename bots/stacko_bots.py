@@ -9,11 +9,16 @@ the decreasing run from the bottom (rules §6).
 - ``MediumStackoBot``: each brick has a band of slots (brick b's ideal slot is about
   ``(bricks - b) * slots / bricks``); it takes the open brick or places a drawn one where
   it suits a slot of its band better than the brick there; a finishing move always.
+- ``KyleStackoBot``: the range heuristic of the published Rack-O study (the yardstick of
+  its TD-learned player), ported from its description.
 - ``StrongStackoBot``: remembers what its seat has seen this round (``RoundMemory``),
   values a tower by the expected number of draws still needed to fill its gaps from the
   bricks that can still come (``TowerModel``), and picks by expected value among taking
   the open brick, drawing, and (after a draw) every placement or a pass. When the round may
-  be lost it values a long ordered run from the bottom, which is what a round loser scores.
+  be lost it values a long ordered run from the bottom, which is what a round loser scores;
+  it does not hand the opponent a brick its visible tower wants, and weighs the run as the
+  scores demand. ``StrongV1StackoBot`` (``strong-v1``) is it before that, kept as the
+  arena's fixed reference.
 
 Nothing here reads hidden state: the only inputs are views and the legal moves.
 """
@@ -26,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clients.bots.base import BaseBot
+from bots.base import BaseBot, ShouldStop
 from engine.stacko import (
     DRAW,
     PASS,
@@ -97,7 +102,9 @@ class MediumStackoBot(BaseBot):
     name = "medium"
     width = 1
 
-    def choose(self, view: StackoView, legal: Sequence[Move]) -> Move:
+    def choose(
+        self, view: StackoView, legal: Sequence[Move], *, should_stop: ShouldStop | None = None
+    ) -> Move:
         tower = _my_tower(view)
         if view.phase is Phase.TURN:
             slot = self._slot_for(tower, view.open_brick, view)
@@ -145,7 +152,9 @@ class EasyStackoBot(MediumStackoBot):
     noise = 0.2
     spread = 2
 
-    def choose(self, view: StackoView, legal: Sequence[Move]) -> Move:
+    def choose(
+        self, view: StackoView, legal: Sequence[Move], *, should_stop: ShouldStop | None = None
+    ) -> Move:
         tower = _my_tower(view)
         brick = view.open_brick if view.phase is Phase.TURN else view.drawn
         if brick is None:
@@ -159,6 +168,47 @@ class EasyStackoBot(MediumStackoBot):
                 return _pick(legal, take(slot) if view.phase is Phase.TURN else place(slot))
             return _pick(legal, DRAW if view.phase is Phase.TURN else PASS)
         return super().choose(view, legal)
+
+
+class KyleStackoBot(BaseBot):
+    """A port of the range heuristic ("Kyle") that the published TD-learned Rack-O player
+    was measured against (BYU CS478: the network won 71-73 % against it).
+
+    Every slot owns an equal range of brick values (``ideal_slot``). A brick is wanted by
+    the slot whose range it falls in when that slot's brick is out of its own range; the
+    open brick is taken on that rule, otherwise it draws, and a drawn brick is placed on
+    the same rule or passed. A finishing move is always made. It keeps no memory and
+    ignores the opponent: the yardstick, not a contender.
+    """
+
+    name = "kyle"
+
+    def choose(
+        self, view: StackoView, legal: Sequence[Move], *, should_stop: ShouldStop | None = None
+    ) -> Move:
+        tower = _my_tower(view)
+        opts = view.options
+        if view.phase is Phase.TURN:
+            slot = _range_slot(tower, view.open_brick, opts.bricks)
+            return _pick(legal, take(slot) if slot is not None else DRAW)
+        brick = view.drawn
+        if brick is None:
+            raise ValueError("a DRAWN view for the drawer always shows the drawn brick")
+        slot = _range_slot(tower, brick, opts.bricks)
+        return _pick(legal, place(slot) if slot is not None else PASS)
+
+
+def _range_slot(tower: list[int], brick: int, bricks: int) -> int | None:
+    """Where the range heuristic puts ``brick``: a finishing slot, else its range's slot if
+    the brick there is out of range, else nowhere."""
+    done = finishing_slot(tower, brick)
+    if done is not None:
+        return done
+    slots = len(tower)
+    slot = ideal_slot(brick, bricks, slots)
+    if ideal_slot(tower[slot], bricks, slots) != slot:
+        return slot
+    return None
 
 
 # -- strong: memory, a tower model and expected values ------------------------------------
@@ -273,6 +323,16 @@ def knowledge(
     return Knowledge(draw_prob, pool)
 
 
+@dataclass(frozen=True, slots=True)
+class TowerParams:
+    """The shape of ``TowerModel``'s gap cost and its soft minimum over keep sets."""
+
+    temperature: float = 3.0
+    k_power: float = 2.0
+    m_power: float = 1.0
+    gap_cost: float = 0.0
+
+
 class TowerModel:
     """Values towers by the number of draws they still need, from the bricks that can come.
 
@@ -293,15 +353,32 @@ class TowerModel:
     """
 
     temperature = 3.0
+    k_power = 2.0
+    """A gap of ``k`` slots costs ``N k**k_power / m**m_power`` (plus ``gap_cost``)."""
+    m_power = 1.0
+    gap_cost = 0.0
 
-    def __init__(self, bricks: int, slots: int) -> None:
+    def __init__(self, bricks: int, slots: int, params: TowerParams | None = None) -> None:
         self.bricks = bricks
         self.slots = slots
+        if params is not None:
+            self.temperature = params.temperature
+            self.k_power = params.k_power
+            self.m_power = params.m_power
+            self.gap_cost = params.gap_cost
 
-    def values(self, towers: np.ndarray, pools: np.ndarray, total: float) -> np.ndarray:
+    def values(
+        self,
+        towers: np.ndarray,
+        pools: np.ndarray,
+        total: float,
+        keepable: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Draws still needed by each tower (rows of ``towers``, slot 0 first) with the pool
         weights in the same row of ``pools`` (indexed by brick value, ``bricks + 2`` wide);
-        ``HOPELESS`` where no keep set can be completed from the pool."""
+        ``HOPELESS`` where no keep set can be completed from the pool. ``keepable`` (same
+        shape as ``towers``, optional) marks the slots whose brick may be kept: a slot whose
+        brick is unknown (an opponent's hidden slot) is a gap to fill."""
         c, slots = towers.shape
         mass = np.cumsum(pools, axis=1)
         count = np.cumsum(pools > 0, axis=1)
@@ -315,6 +392,9 @@ class TowerModel:
         count_below = count[rows, below]
         mass_at = mass[rows, vals]
         count_at = count[rows, vals]
+        if keepable is not None:
+            keep = np.ones((c, slots + 2), dtype=bool)
+            keep[:, 1:-1] = keepable
         best = np.full((c, slots + 2), np.inf)
         best[:, 0] = 0.0
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -324,7 +404,13 @@ class TowerModel:
                 ok = (vals[:, :j] > vals[:, j : j + 1]) & (
                     count_below[:, :j] - count_at[:, j : j + 1] >= k
                 )
-                gap = np.where(k > 0, total * k * k / m, 0.0)
+                if keepable is not None:
+                    ok &= keep[:, :j] & keep[:, j : j + 1]
+                if self.k_power == 2.0 and self.m_power == 1.0 and self.gap_cost == 0.0:
+                    gap = np.where(k > 0, total * k * k / m, 0.0)
+                else:
+                    scaled = total * k.astype(float) ** self.k_power / m**self.m_power
+                    gap = np.where(k > 0, scaled + self.gap_cost, 0.0)
                 cost = np.where(ok, best[:, :j] + gap, np.inf)
                 low = cost.min(axis=1)
                 if self.temperature > 0:
@@ -350,6 +436,14 @@ class StrongStackoBot(BaseBot):
     needed, minus ``run_bonus`` per brick of the ordered run from the bottom (what a round
     loser scores, rules §6). The pool weight ``N`` stays that of the position, so moving a
     brick between the tower and the discard pile changes only the intervals it falls in.
+
+    Head to head (issue 19; ``strong-v1`` is the level without this): every brick a move
+    gives up becomes the opponent's open brick, so it is charged ``gift_weight`` times the
+    turns the opponent's visible tower would save with it (``_gifts``); and the run is
+    weighed as the scores demand (``_plan``): more as the round grows long, and in the last
+    round by what still wins the game. Measured against ``strong-v1`` over 300 duplicate
+    deals while tuning: gifts alone 0.512, with the score plan 0.542, with the late run
+    bonus 0.557 (about +-0.03); the 2,000-deal figures are in bench/README.md.
     """
 
     name = "strong"
@@ -358,11 +452,22 @@ class StrongStackoBot(BaseBot):
     opponent_weight = 0.1
     """Pool weight of a brick seen in the opponent's tower: it may be swapped out."""
     run_bonus = 0.5
+    gift_weight = 0.5
+    play_the_score = True
+    """Weigh the run as the scores demand in the last round (``_plan``)."""
+    need_bonus = 1.5
+    late_bonus = 0.5
+    behind_block = 1.0
+    """Turns of mine a turn saved by the opponent is worth, for the brick a move leaves
+    them as the open brick (0: ignore the opponent, as ``strong-v1`` does)."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, params: TowerParams | None = None) -> None:
         super().__init__(rng)
         self.memory = RoundMemory()
         self.model: TowerModel | None = None
+        self.params = params if params is not None else TowerParams()
+        self._gift: np.ndarray | None = None
+        self._bonus, self._need = self.run_bonus, 0
 
     def reset(self) -> None:
         self.memory.reset()
@@ -371,43 +476,110 @@ class StrongStackoBot(BaseBot):
         if view.seat is not None:
             self.memory.update(view)
 
-    def choose(self, view: StackoView, legal: Sequence[Move]) -> Move:
+    def choose(
+        self, view: StackoView, legal: Sequence[Move], *, should_stop: ShouldStop | None = None
+    ) -> Move:
         self.memory.update(view)
         tower = _my_tower(view)
         opts = view.options
         if self.model is None or (self.model.bricks, self.model.slots) != (opts.bricks, opts.tower):
-            self.model = TowerModel(opts.bricks, opts.tower)
+            self.model = TowerModel(opts.bricks, opts.tower, self.params)
         know = knowledge(view, self.memory, self.discard_weight, self.opponent_weight)
         total = sum(know.pool)
+        brick = view.open_brick if view.phase is Phase.TURN else view.drawn
+        if brick is None:
+            raise ValueError("a DRAWN view for the drawer always shows the drawn brick")
+        slot = finishing_slot(tower, brick)
+        if slot is not None:
+            return _pick(legal, take(slot) if view.phase is Phase.TURN else place(slot))
+        self._gift = self._gifts(view) if self.gift_weight else None
+        self._plan(view)
         if view.phase is Phase.TURN:
-            brick = view.open_brick
-            slot = finishing_slot(tower, brick)
-            if slot is not None:
-                return _pick(legal, take(slot))
             # Putting back the brick just removed, where it was, would only undo that turn.
             undo = self.memory.my_last
             forbid = undo[0] if undo is not None and undo[1] == brick else None
             take_slot, take_value = self._best_place(tower, brick, know.pool, total, forbid)
-            if take_slot is not None and take_value < self._draw_value(tower, know, total):
+            draw_value = self._draw_value(tower, know, total, should_stop)
+            if take_slot is not None and take_value < draw_value:
                 return _pick(legal, take(take_slot))
             return _pick(legal, DRAW)
-        drawn = view.drawn
-        if drawn is None:
-            raise ValueError("a DRAWN view for the drawer always shows the drawn brick")
-        slot = finishing_slot(tower, drawn)
-        if slot is not None:
-            return _pick(legal, place(slot))
-        place_slot, place_value = self._best_place(tower, drawn, know.pool, total)
-        if place_slot is not None and place_value < self._value(tower, know.pool, total):
+        place_slot, place_value = self._best_place(tower, brick, know.pool, total)
+        if place_slot is not None and place_value < self._pass_value(tower, brick, know, total):
             return _pick(legal, place(place_slot))
         return _pick(legal, PASS)
+
+    def _gifts(self, view: StackoView) -> np.ndarray | None:
+        """Per brick value: the turns the opponent would save with it as the open brick,
+        valued on what its tower shows (hidden slots are gaps), times ``gift_weight``."""
+        assert view.seat is not None and self.model is not None
+        opp = view.towers[1 - view.seat]
+        if not any(b is not None and b > 0 for b in opp):
+            return None  # nothing shows: no brick is a better gift than another
+        bricks, slots = self.model.bricks, len(opp)
+        tower = np.array([b if b is not None else 0 for b in opp], dtype=np.int64)
+        keep = np.array([b is not None and b > 0 for b in opp])
+        pool = np.ones(bricks + 2)
+        pool[0] = pool[-1] = 0.0
+        pool[tower[keep]] = 0.0
+        total = float(pool.sum())
+        cand = np.tile(tower, (bricks * slots + 1, 1))
+        keeps = np.tile(keep, (bricks * slots + 1, 1))
+        pools = np.tile(pool, (bricks * slots + 1, 1))
+        rows = np.arange(1, bricks * slots + 1)
+        b = (rows - 1) // slots + 1
+        s = (rows - 1) % slots
+        cand[rows, s] = b
+        keeps[rows, s] = True
+        pools[rows, b] = 0.0
+        v = self.model.values(cand, pools, total, keeps)
+        best = v[1:].reshape(bricks, slots).min(axis=1)
+        gift = np.zeros(bricks + 2)
+        gift[1 : bricks + 1] = np.maximum(0.0, v[0] - best)
+        gift[tower[keep]] = 0.0  # a brick it holds does not come to it
+        out: np.ndarray = self.gift_weight * np.minimum(gift, GIFT_CAP)
+        return out
+
+    def _pass_value(self, tower: list[int], drawn: int, know: Knowledge, total: float) -> float:
+        gift = 0.0 if self._gift is None else float(self._gift[drawn])
+        return self._value(tower, know.pool, total) + gift
 
     def _values(self, towers: np.ndarray, pools: np.ndarray, total: float) -> np.ndarray:
         assert self.model is not None
         v = self.model.values(towers, pools, total)
-        if self.run_bonus:
-            v = v - self.run_bonus * _runs(towers)
+        if self._bonus:
+            runs = _runs(towers)
+            v = v - self._bonus * runs
+            if self._need:
+                v = v - self.need_bonus * np.minimum(runs, self._need)
         return v
+
+    def _plan(self, view: StackoView) -> None:
+        """What the run is worth this turn, as the scores demand (rules §6).
+
+        Before the last round: ``run_bonus`` a brick. In the last round, ahead: if the
+        opponent finishes, a run of ``need`` bricks still wins the game, so each brick of the
+        run up to ``need`` is worth ``need_bonus`` more (secure the win, then race). Behind
+        by more than a run can make up: only finishing can win, and the run is worth
+        nothing."""
+        self._bonus, self._need = self.run_bonus, 0
+        if not self.play_the_score or view.seat is None:
+            return
+        # The longer the round, the likelier the opponent finishes first: the run counts more.
+        self._bonus = self.run_bonus + self.late_bonus * view.turns / 20
+        opts = view.options
+        if view.round < opts.rounds:
+            return
+        mine, theirs = view.totals[view.seat], view.totals[1 - view.seat]
+        # Losing this round: mine + 5 run against theirs + 50; more than that wins.
+        need = (theirs + 50 - mine) // 5 + 1
+        if need <= 1:
+            return  # won whatever happens: nothing to secure
+        if need > opts.tower:
+            self._bonus = 0.0  # no run is enough: only finishing wins, and so does theirs
+            if self._gift is not None:
+                self._gift = self._gift * self.behind_block
+            return
+        self._need = need
 
     def _placements(
         self, tower: list[int], brick: int, pool: Sequence[float]
@@ -438,23 +610,57 @@ class StrongStackoBot(BaseBot):
         """The best slot for ``brick`` (not ``forbid``) and the tower's value with it there."""
         towers, pools = self._placements(tower, brick, pool)
         v = self._values(towers, pools, total)
+        if self._gift is not None:
+            v = v + self._gift[tower]  # the brick each slot gives up becomes the open brick
         if forbid is not None:
             v[forbid] = np.inf
         s = int(np.argmin(v))
         return s, float(v[s])
 
-    def _draw_value(self, tower: list[int], know: Knowledge, total: float) -> float:
-        """Expected value of drawing: each possible brick at its best slot, or passed."""
+    def _draw_value(
+        self,
+        tower: list[int],
+        know: Knowledge,
+        total: float,
+        should_stop: ShouldStop | None = None,
+    ) -> float:
+        """Expected value of drawing: each possible brick at its best slot, or passed.
+
+        Anytime: the bricks are valued ``DRAW_CHUNK`` candidate towers at a time, and once
+        ``should_stop()`` is True the bricks not yet valued count as passed (the tower as
+        it stands), an underestimate of drawing: the bot then prefers a good take."""
         stay = self._value(tower, know.pool, total)
         bricks = [b for b, p in enumerate(know.draw_prob) if p > 0]
         if not bricks:
             return stay
-        parts = [self._placements(tower, b, know.pool) for b in bricks]
-        towers = np.concatenate([t for t, _ in parts])
-        pools = np.concatenate([p for _, p in parts])
-        v = self._values(towers, pools, total).reshape(len(bricks), len(tower)).min(axis=1)
-        probs = np.array([know.draw_prob[b] for b in bricks])
-        return float(np.dot(probs, np.minimum(v, stay)))
+        slots = len(tower)
+        per_chunk = max(1, DRAW_CHUNK // slots)
+        expected = 0.0
+        for k in range(0, len(bricks), per_chunk):
+            if should_stop is not None and should_stop():
+                rest = sum(know.draw_prob[b] for b in bricks[k:])
+                return expected + rest * stay
+            chunk = bricks[k : k + per_chunk]
+            parts = [self._placements(tower, b, know.pool) for b in chunk]
+            towers = np.concatenate([t for t, _ in parts])
+            pools = np.concatenate([p for _, p in parts])
+            v = self._values(towers, pools, total).reshape(len(chunk), slots)
+            passed = np.full(len(chunk), stay)
+            if self._gift is not None:
+                v = v + self._gift[tower][None, :]
+                passed = passed + self._gift[chunk]
+            probs = np.array([know.draw_prob[b] for b in chunk])
+            expected += float(np.dot(probs, np.minimum(v.min(axis=1), passed)))
+        return expected
+
+
+GIFT_CAP = 10.0
+"""At most this many turns saved are charged for one brick (the opponent's value of a tower
+it hardly shows is rough)."""
+
+DRAW_CHUNK = 512
+"""Candidate towers valued per step of ``_draw_value`` (between two ``should_stop`` calls);
+at the default options (10 slots, up to 39 bricks to draw) one step holds them all."""
 
 
 def _runs(towers: np.ndarray) -> np.ndarray:
@@ -462,3 +668,12 @@ def _runs(towers: np.ndarray) -> np.ndarray:
     down = towers[:, 1:] < towers[:, :-1]
     runs: np.ndarray = 1 + np.cumprod(down, axis=1).sum(axis=1)
     return runs
+
+
+class StrongV1StackoBot(StrongStackoBot):
+    """The strong level as it was before the learned tower value (issue 19): kept fixed as
+    the arena's reference, so progress is measured against the same opponent."""
+
+    name = "strong-v1"
+    gift_weight = 0.0
+    play_the_score = False

@@ -1,7 +1,7 @@
 """Bots by name: ``make_bot("stacko", "strong", rng)``.
 
 Each game has its levels; a spec string ``"game:level"`` names one (``parse_spec``). The
-Stakko bots live in ``clients.bots.stakko_bots`` and are looked up only when asked for, so
+Stakko bots live in ``bots.stakko_bots`` and are looked up only when asked for, so
 this module works whether or not that module (or its engine) is present.
 """
 
@@ -12,21 +12,23 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from clients.bots.base import BotFactory
+from bots.base import BotFactory
 
 _FACTORIES: dict[str, dict[str, BotFactory]] = {}
 
 _LAZY: dict[str, tuple[str, dict[str, str]]] = {
     "stacko": (
-        "clients.bots.stacko_bots",
+        "bots.stacko_bots",
         {
             "easy": "EasyStackoBot",
             "medium": "MediumStackoBot",
             "strong": "StrongStackoBot",
+            "strong-v1": "StrongV1StackoBot",
+            "kyle": "KyleStackoBot",
         },
     ),
     "stakko": (
-        "clients.bots.stakko_bots",
+        "bots.stakko_bots",
         {"random": "RandomStakkoBot", "search": "SearchStakkoBot"},
     ),
 }
@@ -80,9 +82,20 @@ def levels(game: str) -> list[str]:
     return sorted(_load(game))
 
 
+YARDSTICKS: dict[str, frozenset[str]] = {"stacko": frozenset({"kyle", "strong-v1"})}
+"""Levels kept for measuring the others in the arena (a published heuristic, the strong level
+before issue 19), not offered to players by a server."""
+
+
 def available() -> dict[str, list[str]]:
-    """Every game with bots -> its levels: what a server offers in ``list_games``."""
-    return {game: levels(game) for game in games()}
+    """Every game with bots -> the levels offered to players: what a server offers in
+    ``list_games`` (``levels`` minus the ``YARDSTICKS``)."""
+    out = {}
+    for game in games():
+        offered = [lv for lv in levels(game) if lv not in YARDSTICKS.get(game, frozenset())]
+        if offered:
+            out[game] = offered
+    return out
 
 
 def make_bot(game: str, level: str, rng: random.Random) -> Any:

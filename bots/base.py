@@ -3,7 +3,10 @@
 A bot is a pure decision function over a seat's *view* (exactly what a remote client is
 sent, never the game state), plus a little memory it keeps itself:
 
-- ``choose(view, legal)`` is called when it is the bot's turn and returns one of ``legal``;
+- ``choose(view, legal, *, should_stop=None)`` is called when it is the bot's turn and
+  returns one of ``legal``. ``should_stop``, if given, is the caller's time budget: a bot
+  that searches checks it now and then and, once it returns True, answers at once with the
+  best move found so far (the server's bot workers pass it; every built-in bot accepts it);
 - ``observe(view)`` may be called with every other view the seat receives (the SDK feeds it
   every state frame, the arena every position); a bot that remembers updates its memory
   there and in ``choose``. It is optional: ``observe_view`` calls it only if present;
@@ -33,6 +36,14 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+ShouldStop = Callable[[], bool]
+"""The anytime budget of a decision: True once the bot must answer with what it has."""
+
+
+def never_stop() -> bool:
+    """The ``should_stop`` of a caller without a budget."""
+    return False
+
 
 @runtime_checkable
 class Bot(Protocol):
@@ -40,8 +51,11 @@ class Bot(Protocol):
 
     name: str
 
-    def choose(self, view: Any, legal: Sequence[Any]) -> Any:
-        """One of ``legal`` (never empty when called): the move to play from ``view``."""
+    def choose(
+        self, view: Any, legal: Sequence[Any], *, should_stop: ShouldStop | None = None
+    ) -> Any:
+        """One of ``legal`` (never empty when called): the move to play from ``view``;
+        promptly once ``should_stop()`` is True."""
         ...
 
     def reset(self) -> None:
@@ -57,7 +71,9 @@ class BaseBot:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
 
-    def choose(self, view: Any, legal: Sequence[Any]) -> Any:
+    def choose(
+        self, view: Any, legal: Sequence[Any], *, should_stop: ShouldStop | None = None
+    ) -> Any:
         raise NotImplementedError
 
     def observe(self, view: Any) -> None:
@@ -85,10 +101,16 @@ def reset_bot(bot: Any) -> None:
         reset()
 
 
-def checked_choice(bot: Any, view: Any, legal: Sequence[Any]) -> Any:
+def checked_choice(
+    bot: Any, view: Any, legal: Sequence[Any], should_stop: ShouldStop | None = None
+) -> Any:
     """``bot.choose(view, legal)``, refusing a move outside ``legal`` (a bot bug, not a rule
-    question: the engine would refuse it too, but later and with less context)."""
-    move = bot.choose(view, legal)
+    question: the engine would refuse it too, but later and with less context). A
+    ``should_stop`` is passed on when given (a third-party bot without it still works)."""
+    if should_stop is None:
+        move = bot.choose(view, legal)
+    else:
+        move = bot.choose(view, legal, should_stop=should_stop)
     if move not in legal:
         raise ValueError(f"bot {getattr(bot, 'name', bot)!r} chose {move!r}, not a legal move")
     return move

@@ -12,6 +12,7 @@ import random
 from collections.abc import Sequence
 from typing import Protocol
 
+from bots.base import ShouldStop
 from engine.outcome import Outcome
 from engine.stakko import Stakko, StakkoMove, StakkoOptions, StakkoView
 
@@ -46,7 +47,13 @@ class RandomStakkoBot:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
 
-    def choose(self, view: StakkoView, legal: Sequence[StakkoMove]) -> StakkoMove:
+    def choose(
+        self,
+        view: StakkoView,
+        legal: Sequence[StakkoMove],
+        *,
+        should_stop: ShouldStop | None = None,
+    ) -> StakkoMove:
         if not legal:
             raise ValueError("no legal move to choose from")
         return self.rng.choice(legal)
@@ -90,6 +97,9 @@ def evaluate(state: Stakko, me: int) -> float:
     return 4.0 * diff + control + 0.25 * owned
 
 
+STOP_CHECK_NODES = 16
+"""The search asks ``should_stop`` once per this many nodes (a node costs tens of us)."""
+
 _EXACT, _LOWER, _UPPER = 0, 1, 2
 """Transposition-table bounds: the stored value is exact, at least it, or at most it."""
 
@@ -105,6 +115,10 @@ class SearchStakkoBot:
     minimises by who is to move, not by depth parity. Moves commute often (two stacks moved
     in either order), so the table saves much of the budget, and its best move from the
     previous iteration is searched first. An iteration cut off by the budget is thrown away.
+
+    Anytime: with a ``should_stop`` the node budget is still the cap, and the search also
+    stops when ``should_stop()`` turns True (asked every ``STOP_CHECK_NODES`` nodes), playing
+    the best move of the last finished iteration (a random legal move if none finished).
     """
 
     name = "search"
@@ -118,11 +132,20 @@ class SearchStakkoBot:
         self._left = 0
         self._me = 0
         self._table: dict[tuple[object, ...], _Entry] = {}
+        self._stop: ShouldStop | None = None
+        self.last_depth = 0
+        """The depth of the last finished iteration of the last choice (for the bench)."""
 
     def reset(self) -> None:
         """Nothing to forget: the view is the whole game, so each search starts afresh."""
 
-    def choose(self, view: StakkoView, legal: Sequence[StakkoMove]) -> StakkoMove:
+    def choose(
+        self,
+        view: StakkoView,
+        legal: Sequence[StakkoMove],
+        *,
+        should_stop: ShouldStop | None = None,
+    ) -> StakkoMove:
         if not legal:
             raise ValueError("no legal move to choose from")
         if len(legal) == 1 or view.seat is None:
@@ -130,20 +153,24 @@ class SearchStakkoBot:
         root = Stakko.from_view(view, self.rng)
         self._me = view.seat
         self._left = self.nodes
+        self._stop = should_stop
         self._table = {}
         order = list(legal)
         self.rng.shuffle(order)  # ties go to a random move, not always the first stack
         best = order[0]
+        self.last_depth = 0
         for depth in range(1, self.max_depth + 1):
             try:
                 value, best = self._root(root, order, depth)
             except _OutOfBudget:
                 break
+            self.last_depth = depth
             order.remove(best)
             order.insert(0, best)
             if abs(value) >= WIN:
                 break  # a forced result is proven: deeper search cannot change it
         self._table = {}
+        self._stop = None
         return best
 
     def _root(self, root: Stakko, order: list[StakkoMove], depth: int) -> tuple[float, StakkoMove]:
@@ -160,6 +187,8 @@ class SearchStakkoBot:
     def _search(self, state: Stakko, depth: int, alpha: float, beta: float) -> float:
         self._left -= 1
         if self._left < 0:
+            raise _OutOfBudget
+        if self._stop is not None and self._left % STOP_CHECK_NODES == 0 and self._stop():
             raise _OutOfBudget
         if depth == 0 or state.outcome() is not None:
             return evaluate(state, self._me)
