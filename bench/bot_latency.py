@@ -20,10 +20,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bots.base import observe_view
-from bots.registry import make_bot
-from clients.arena import DuplicateRandom
-from engine.stacko import Stacko, StackoOptions
+from stacko.bots.base import observe_view
+from stacko.bots.registry import make_bot
+from stacko.clients.arena import DuplicateRandom
+from stacko.engine.stacko import Stacko, StackoOptions
 
 
 def main(argv: list[str] | None = None) -> int:

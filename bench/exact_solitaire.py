@@ -216,7 +216,7 @@ def strong_value(
 ) -> Callable[[np.ndarray], np.ndarray]:
     """The strong bot's tower value in this model: every brick outside the tower may come,
     with weight 1 (``TowerModel`` minus the run bonus, as ``StrongStackoBot`` uses it)."""
-    from bots.stacko_bots import StrongV1StackoBot, TowerModel, _runs
+    from stacko.bots.stacko_bots import StrongV1StackoBot, TowerModel, _runs
 
     model = TowerModel(bricks, slots)
     bonus = StrongV1StackoBot.run_bonus if run_bonus is None else run_bonus

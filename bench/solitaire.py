@@ -32,8 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bots.registry import levels
-from clients.arena import SOLITAIRE_DEALS, Entrant, mean_ci, run_solitaire
+from stacko.bots.registry import levels
+from stacko.clients.arena import SOLITAIRE_DEALS, Entrant, mean_ci, run_solitaire
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,8 +28,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: the repo, not bench/, goes on sys.path
     sys.path[0:1] = [str(Path(__file__).resolve().parent.parent)]
 
-from bots.stakko_bots import RandomStakkoBot, SearchStakkoBot, StakkoBot, play
-from engine.stakko import VARIANTS, StakkoMove, StakkoOptions, StakkoView
+from stacko.bots.stakko_bots import RandomStakkoBot, SearchStakkoBot, StakkoBot, play
+from stacko.engine.stakko import VARIANTS, StakkoMove, StakkoOptions, StakkoView
 
 
 def wilson_lower(wins: int, n: int, z: float = 1.96) -> float:

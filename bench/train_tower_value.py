@@ -36,13 +36,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.exact_solitaire import evaluate_values, solve  # noqa: E402
-from bots.stacko_bots import (  # noqa: E402
+from stacko.bots.stacko_bots import (  # noqa: E402
     StrongV1StackoBot,
     TowerModel,
     TowerParams,
     _runs,
 )
-from clients.arena import solitaire_turns  # noqa: E402
+from stacko.clients.arena import solitaire_turns  # noqa: E402
 
 
 def tower_value(params: TowerParams, slots: int, bricks: int, run_bonus: float) -> object:

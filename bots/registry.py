@@ -12,13 +12,13 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from bots.base import BotFactory
+from stacko.bots.base import BotFactory
 
 _FACTORIES: dict[str, dict[str, BotFactory]] = {}
 
 _LAZY: dict[str, tuple[str, dict[str, str]]] = {
     "stacko": (
-        "bots.stacko_bots",
+        "stacko.bots.stacko_bots",
         {
             "easy": "EasyStackoBot",
             "medium": "MediumStackoBot",
@@ -28,7 +28,7 @@ _LAZY: dict[str, tuple[str, dict[str, str]]] = {
         },
     ),
     "stakko": (
-        "bots.stakko_bots",
+        "stacko.bots.stakko_bots",
         {"random": "RandomStakkoBot", "search": "SearchStakkoBot"},
     ),
 }

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bots.base import BaseBot, ShouldStop
-from engine.stacko import (
+from stacko.bots.base import BaseBot, ShouldStop
+from stacko.engine.stacko import (
     DRAW,
     PASS,
     Drew,
@@ -46,7 +46,7 @@ from engine.stacko import (
     place,
     take,
 )
-from engine.stacko_view import StackoView
+from stacko.engine.stacko_view import StackoView
 
 # -- shared helpers -----------------------------------------------------------------------
 

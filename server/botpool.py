@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from server.compiled import MODULES
+from stacko.server.compiled import MODULES
 
 log = logging.getLogger("stacko.bots")
 
@@ -178,7 +178,9 @@ class PoolThinker:
         the fork server imports the bots once and forks workers from that."""
         if self._executor is None:
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["bots.registry", "bots.stacko_bots", "bots.stakko_bots"])
+            ctx.set_forkserver_preload(
+                ["stacko.bots.registry", "stacko.bots.stacko_bots", "stacko.bots.stakko_bots"]
+            )
             self._executor = concurrent.futures.ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=ctx, initializer=_quiet_worker
             )

@@ -27,9 +27,9 @@ Library and CLI (``python -m clients.arena --help``; ``main(argv)`` is the conso
   two games of a deal differ and runs do not repeat (the report says so).
 """
 
-from clients.arena.cli import ARENA_EXTRA, build_parser, main, missing_extra
-from clients.arena.live import LOCAL, LiveError, LiveRunner, LocalDealer
-from clients.arena.play import (
+from stacko.clients.arena.cli import ARENA_EXTRA, build_parser, main, missing_extra
+from stacko.clients.arena.live import LOCAL, LiveError, LiveRunner, LocalDealer
+from stacko.clients.arena.play import (
     DealTask,
     DuplicateRandom,
     Entrant,
@@ -39,12 +39,12 @@ from clients.arena.play import (
     new_game,
     play_game,
 )
-from clients.arena.plot import plot
-from clients.arena.ratings import ELO_PER_NAT, Rating, ratings
-from clients.arena.report import report, write_outputs
-from clients.arena.schedule import ArenaResult, run_arena, run_live_arena
-from clients.arena.solitaire import SOLITAIRE_DEALS, run_solitaire, solitaire_turns
-from clients.arena.stats import PairStats, mean_ci, pair_stats
+from stacko.clients.arena.plot import plot
+from stacko.clients.arena.ratings import ELO_PER_NAT, Rating, ratings
+from stacko.clients.arena.report import report, write_outputs
+from stacko.clients.arena.schedule import ArenaResult, run_arena, run_live_arena
+from stacko.clients.arena.solitaire import SOLITAIRE_DEALS, run_solitaire, solitaire_turns
+from stacko.clients.arena.stats import PairStats, mean_ci, pair_stats
 
 __all__ = [
     "ARENA_EXTRA",

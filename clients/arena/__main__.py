@@ -1,5 +1,5 @@
 """``python -m clients.arena``: the arena's command line."""
 
-from clients.arena.cli import main
+from stacko.clients.arena.cli import main
 
 raise SystemExit(main())

@@ -8,12 +8,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bots.registry import UnknownBotError, levels, parse_spec
-from clients.arena.live import LOCAL
-from clients.arena.play import Entrant
-from clients.arena.ratings import ratings
-from clients.arena.report import report, write_outputs
-from clients.arena.schedule import run_arena
+from stacko.bots.registry import UnknownBotError, levels, parse_spec
+from stacko.clients.arena.live import LOCAL
+from stacko.clients.arena.play import Entrant
+from stacko.clients.arena.ratings import ratings
+from stacko.clients.arena.report import report, write_outputs
+from stacko.clients.arena.schedule import run_arena
 
 # -- command line -----------------------------------------------------------------------------
 

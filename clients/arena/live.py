@@ -10,8 +10,8 @@ import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from bots.base import checked_choice, observe_view, reset_bot
-from clients.arena.play import (
+from stacko.bots.base import checked_choice, observe_view, reset_bot
+from stacko.clients.arena.play import (
     DealTask,
     DuplicateRandom,
     Entrant,
@@ -89,7 +89,7 @@ class LiveRunner:
         self, game: str, entrants: tuple[Entrant, Entrant], seed: str
     ) -> tuple[Any, tuple[Any, ...], int]:
         """One game through the server: (outcome, finished rounds, plies played)."""
-        from clients.client import StackoClient
+        from stacko.clients.client import StackoClient
 
         bots = [
             e.make(random.Random(f"{seed}:bot:{seat}:{e.level}")) for seat, e in enumerate(entrants)
@@ -134,7 +134,7 @@ async def _all_or_none(*coros: Coroutine[Any, Any, T]) -> list[T]:
 
 
 def _room_options(game: str, joined: dict[str, Any]) -> Any:
-    from clients.wire_views import options_from_info
+    from stacko.clients.wire_views import options_from_info
 
     return options_from_info(game, joined["info"])
 
@@ -149,7 +149,7 @@ async def _play_seat(
     plies: list[int],
 ) -> Any:
     """One bot's side of a live game, until the state frame with the outcome; its view."""
-    from clients.wire_views import move_to_wire, moves_from_wire, view_from_wire
+    from stacko.clients.wire_views import move_to_wire, moves_from_wire, view_from_wire
 
     options = _room_options(game, joined)
     moved_at = -1
@@ -196,7 +196,7 @@ async def _run_live(
     and the URL played on."""
     from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
-    from clients.client import Disconnected, ServerError
+    from stacko.clients.client import Disconnected, ServerError
 
     results: list[list[GameRecord] | None] = [None] * len(tasks)
     failures: list[str] = []
@@ -204,8 +204,8 @@ async def _run_live(
         dealer = None
         url = server
         if server == LOCAL:
-            from server.app import Server
-            from server.config import ServerConfig
+            from stacko.server.app import Server
+            from stacko.server.config import ServerConfig
 
             dealer = LocalDealer(tasks[0].seed if tasks else 0)
             config = ServerConfig(

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from bots.base import checked_choice, observe_view, reset_bot
-from bots.registry import UnknownBotError, make_bot
+from stacko.bots.base import checked_choice, observe_view, reset_bot
+from stacko.bots.registry import UnknownBotError, make_bot
 
 # -- games and their randomness -------------------------------------------------------------
 
@@ -36,13 +36,13 @@ class DuplicateRandom(random.Random):
 
 def new_game(game: str, rng: random.Random, options: Any = None) -> Any:
     """A new game of ``game`` from the engine's registry (Stakko looked up lazily)."""
-    from engine.games import GAMES
+    from stacko.engine.games import GAMES
 
     spec = GAMES.get(game)
     if spec is not None:
         return spec.new_game(options, rng)
     if game == "stakko":
-        from engine.stakko import Stakko
+        from stacko.engine.stakko import Stakko
 
         return Stakko(options, rng=rng)
     raise UnknownBotError(f"no game {game!r} (known: {', '.join(sorted(GAMES))})")
@@ -50,7 +50,7 @@ def new_game(game: str, rng: random.Random, options: Any = None) -> Any:
 
 def deal_size(game: str, options: Any = None) -> int:
     if game == "stacko":
-        from engine.stacko import StackoOptions
+        from stacko.engine.stacko import StackoOptions
 
         return (options or StackoOptions()).bricks
     return -1  # no deal to keep: a game without hidden cards uses the plain stream

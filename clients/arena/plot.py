@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from clients.arena.ratings import Rating
-from clients.arena.schedule import ArenaResult
-from clients.arena.stats import pair_stats
+from stacko.clients.arena.ratings import Rating
+from stacko.clients.arena.schedule import ArenaResult
+from stacko.clients.arena.stats import pair_stats
 
 
 def plot(result: ArenaResult, rated: Sequence[Rating], path: Path) -> None:

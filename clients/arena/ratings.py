@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clients.arena.play import GameRecord
-from clients.arena.schedule import ArenaResult
+from stacko.clients.arena.play import GameRecord
+from stacko.clients.arena.schedule import ArenaResult
 
 ELO_PER_NAT = 400.0 / math.log(10.0)
 """Bradley-Terry log-strengths to the Elo scale (a 400-point gap is 10:1 odds)."""

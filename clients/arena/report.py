@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from clients.arena.plot import plot
-from clients.arena.ratings import Rating
-from clients.arena.schedule import ArenaResult
-from clients.arena.stats import mean_ci, pair_stats
+from stacko.clients.arena.plot import plot
+from stacko.clients.arena.ratings import Rating
+from stacko.clients.arena.schedule import ArenaResult
+from stacko.clients.arena.stats import mean_ci, pair_stats
 
 # -- reports ----------------------------------------------------------------------------------
 

@@ -7,10 +7,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from clients.arena.live import LOCAL, _run_live
-from clients.arena.play import DealTask, Entrant, GameRecord, _run_deal
-from clients.arena.solitaire import run_solitaire
-from clients.arena.workers import parallel_map
+from stacko.clients.arena.live import LOCAL, _run_live
+from stacko.clients.arena.play import DealTask, Entrant, GameRecord, _run_deal
+from stacko.clients.arena.solitaire import run_solitaire
+from stacko.clients.arena.workers import parallel_map
 
 
 @dataclass

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bots.base import checked_choice, reset_bot
-from clients.arena.play import DuplicateRandom, Entrant
-from clients.arena.workers import parallel_map
+from stacko.bots.base import checked_choice, reset_bot
+from stacko.clients.arena.play import DuplicateRandom, Entrant
+from stacko.clients.arena.workers import parallel_map
 
 # -- solitaire ----------------------------------------------------------------------------------
 
@@ -33,7 +33,7 @@ def solitaire_turns(bot: Any, seed: str, cap: int = 500, deal: str = "normal") -
     is the length of a two-player race in self-play (turns per player until someone
     finishes), which the arena reports per pair as ``PairStats.turns_per_player``.
     """
-    from engine.stacko import Phase, Stacko, StackoOptions
+    from stacko.engine.stacko import Phase, Stacko, StackoOptions
 
     if deal not in SOLITAIRE_DEALS:
         raise ValueError(f"deal must be one of {SOLITAIRE_DEALS}, not {deal!r}")

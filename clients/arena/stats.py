@@ -6,8 +6,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from clients.arena.play import GameRecord
-from clients.arena.schedule import ArenaResult
+from stacko.clients.arena.play import GameRecord
+from stacko.clients.arena.schedule import ArenaResult
 
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float]:

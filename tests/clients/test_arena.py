@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from clients.arena import (
+from stacko.clients.arena import (
     LOCAL,
     ArenaResult,
     DuplicateRandom,
@@ -24,9 +24,9 @@ from clients.arena import (
     run_live_arena,
     solitaire_turns,
 )
-from engine.stacko import Stacko
-from server.app import Server
-from server.config import ServerConfig
+from stacko.engine.stacko import Stacko
+from stacko.server.app import Server
+from stacko.server.config import ServerConfig
 
 BOTS = [Entrant("stacko", level) for level in ("easy", "medium", "strong")]
 
@@ -302,7 +302,7 @@ def test_python_dash_m_runs_the_split_package() -> None:
 
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-m", "clients.arena", "--help"],
+        [sys.executable, "-m", "stacko.clients.arena", "--help"],
         cwd=root,
         capture_output=True,
         text=True,

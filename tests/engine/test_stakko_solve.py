@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from bench.stakko_solve import START, Solver, heights, moves, next_to_move, play, result
-from engine.stakko import Stakko, line_str, move
+from stacko.engine.stakko import Stakko, line_str, move
 
 
 def test_the_solver_plays_the_engine_rules() -> None:
