@@ -512,6 +512,18 @@ async def test_replay_prints_a_finished_game_move_by_move(
                 assert missing.getvalue() == f"error: cannot replay {gid_asked}: {said}\n"
 
 
+async def test_sdk_results_name_their_records(tmp_path: Any) -> None:
+    store = make_store("sqlite", str(tmp_path / "data"))
+    async with Server(ServerConfig(host="127.0.0.1", port=0, **FAST), store=store) as srv:  # type: ignore[arg-type]
+        results = await asyncio.wait_for(
+            play(lambda s: s.legal[0], srv.url, bot="easy", games=2, options=SMALL), 60
+        )
+        ids = [r.game_id for r in results]
+        assert len(set(ids)) == 2 and None not in ids  # a rematch is a game of its own
+        rows = await srv.store.fetch("SELECT id, status, plies FROM games")
+        assert sorted(rows) == sorted((r.game_id, "finished", r.plies) for r in results)
+
+
 async def test_replay_from_a_server_without_records_says_so(make_server: MakeServer) -> None:
     srv = await make_server()  # memory only: no record, no id at the end of a game
     played = io.StringIO()
@@ -519,6 +531,8 @@ async def test_replay_from_a_server_without_records_says_so(make_server: MakeSer
             "--option", "bricks=12"]  # fmt: skip
     assert await asyncio.wait_for(amain(argv, out=played), 30) == 0, played.getvalue()
     assert "replay:" not in played.getvalue()
+    (result,) = await asyncio.wait_for(play(lambda s: s.legal[0], srv.url, bot="easy"), 30)
+    assert result.game_id is None
     out = io.StringIO()
     assert await amain([srv.url, "--replay", "0123456789abcdef"], out=out) == 2
     assert out.getvalue() == (
