@@ -875,7 +875,9 @@ function renderRecent() {
       const names = [0, 1].map((s) => g.players?.find((p) => p.seat === s)?.name ?? `Seat ${s}`);
       const r = g.result ?? {};
       const score = Array.isArray(r.scores) ? ` ${r.scores[0]}:${r.scores[1]}` : "";
-      const won = r.winner == null ? "draw" : `${names[r.winner]} won`;
+      const how = r.termination && r.termination !== "completed" ? TERMINATION_WORDS[r.termination] ?? r.termination : "";
+      const said = /^(by|on) /.test(how) ? ` ${how}` : how ? ` (${how})` : ""; // "won by resignation", "draw (the turn cap was reached)"
+      const won = `${r.winner == null ? "draw" : `${names[r.winner]} won`}${said}`;
       return h(
         "li",
         { dataset: { game: String(g.id) } },

@@ -226,6 +226,8 @@ def test_recent_games_and_the_link_at_the_end_of_a_game(server, new_player, scre
     assert alice.page.locator(f'#recent-list li[data-game="{other.game_id}"]').count() == 1
     link = alice.page.locator(f'#recent-list li[data-game="{gid}"] a')
     assert link.inner_text() == "Alice vs Bob"
+    entry = alice.page.inner_text(f'#recent-list li[data-game="{gid}"]')
+    assert "Alice won by resignation" in entry and "stakko" not in entry
     link.click()
     alice.page.wait_for_selector("#replay-body:not([hidden])")
     assert alice.page.url.endswith(f"/games/{gid}")
