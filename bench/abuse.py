@@ -61,7 +61,7 @@ from bench.wsclient import (
     start_process,
     stop_process,
 )
-from server.config import ServerConfig
+from stacko.server.config import ServerConfig
 
 ABUSER_IP = "127.0.0.2"
 PACE = 0.15
@@ -328,7 +328,7 @@ async def scenario(kind: str, seconds: float, quick: bool = False) -> dict[str, 
     spec = SCENARIOS[kind]
     rooms = spec.get("rooms", 0) // (10 if quick else 1)
     ramp = spec.get("ramp", 1.0) / (4 if quick else 1)
-    argv = [sys.executable, "-m", "server", "--port", "0", "--log-level", "ERROR",
+    argv = [sys.executable, "-m", "stacko.server", "--port", "0", "--log-level", "ERROR",
             *spec["server"]]  # fmt: skip
     proc, url = start_process(argv, r"(ws://\S+/)")
     out: dict[str, Any] = {"kind": kind, "server_flags": spec["server"]}

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from clients import botcli
-from clients.cli import amain, fetch_replay, http_base, parse_args, replay_lines
-from clients.client import StackoClient, websocket_url
-from clients.sdk import Bot, BotRunner, GameResult, Move, State, play
-from server.app import Server
-from server.config import ServerConfig
-from server.store import make_store
+from stacko.clients import botcli
+from stacko.clients.cli import amain, fetch_replay, http_base, parse_args, replay_lines
+from stacko.clients.client import StackoClient, websocket_url
+from stacko.clients.sdk import Bot, BotRunner, GameResult, Move, State, play
+from stacko.server.app import Server
+from stacko.server.config import ServerConfig
+from stacko.server.store import make_store
 
 FAST = {"rate_per_second": 1000.0, "burst": 2000}
 SMALL = {"bricks": 12, "tower": 4, "rounds": 1}

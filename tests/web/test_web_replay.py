@@ -15,7 +15,7 @@ import sqlite3
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from server.app import ServerConfig
+from stacko.server.app import ServerConfig
 from tests.web.conftest import ServerThread
 from tests.web.test_web_client import SMALL, start_game
 from tests.web.wire_games import Played, WireClient, play
