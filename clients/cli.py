@@ -119,6 +119,9 @@ default).
 
 --replay GAME_ID prints a finished game from the server's records move by move: the board
 after each step with everything shown, and the result (--auto-delay pauses between steps).
+At the end of every game the client prints its id as the --replay command to see it again,
+and the address of its page for a browser (a server run with --database memory keeps no
+records: no id then).
 
 exit status: 0 done (the games were played, or you quit); 1 the games asked for could not be
 played (the opponent left before a rematch); 2 a refused --create, --join or --quick-match
@@ -537,6 +540,7 @@ class Player:
             first = not self.over and frame["seq"] != self.ended_seq
             self.over, self.ended_seq = True, frame["seq"]
             if first:
+                self.replay_hint(frame.get("game_id"))
                 await self.game_over(view)
             return
         self.over = self.want_rematch = False
@@ -548,6 +552,17 @@ class Player:
             await self.play(self.rng.choice(frame["legal"]))
         else:
             self.say("your move (h for help):")
+
+    def replay_hint(self, game_id: str | None) -> None:
+        """How to see the game just over again: the final frame names its record (null from a
+        server that keeps none)."""
+        if not game_id:
+            return
+        url = "" if self.args.url == websocket_url(DEFAULT_URL) else f" {self.args.url}"
+        self.say(
+            f"replay: stacko-client{url} --replay {game_id}"
+            f" (or {http_base(self.args.url)}/games/{game_id} in a browser)"
+        )
 
     async def game_over(self, view: dict[str, Any]) -> None:
         self.results.append(describe_result(view, self.names))
@@ -824,12 +839,25 @@ def replay_lines(record: Frame, *, ascii: bool = False) -> list[str]:
     return out
 
 
+def _error_message(exc: urllib.error.HTTPError) -> str:
+    """The message of a records endpoint's JSON error (``{"error": {"message": ...}}``)."""
+    try:
+        body = json.loads(exc.read(4096))
+        message = body["error"]["message"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return ""
+    return message if isinstance(message, str) else ""
+
+
 async def replay(args: argparse.Namespace, out: TextIO) -> int:
     """``--replay ID``: print a finished game from the server's records, step by step."""
     try:
         record = await asyncio.to_thread(fetch_replay, args.url, args.replay)
     except urllib.error.HTTPError as exc:
-        why = {404: "no finished game with that id", 400: "not a game id"}.get(exc.code, "")
+        why = _error_message(exc) or {
+            404: "no finished game with that id",
+            400: "not a game id",
+        }.get(exc.code, "")
         out.write(f"error: cannot replay {args.replay}: {why or exc.reason} (HTTP {exc.code})\n")
         return 2
     except (OSError, ValueError) as exc:  # refused, unreachable, not JSON ...

@@ -147,6 +147,10 @@ class GameResult:
     """Decisions where ``choose`` ran out of time and ``fallback`` was played."""
     stale: int = 0
     """Moves refused as ``stale_ply`` (the game moved on first: a clock expiry, a retry)."""
+    game_id: str | None = None
+    """The finished game's record on the server (``GET /api/games/{game_id}``, the web page
+    ``/games/{game_id}``, ``stacko-client --replay``); ``None`` from a server that keeps no
+    records."""
 
     @property
     def outcome(self) -> str:
@@ -854,7 +858,7 @@ class BotRunner:
         result = GameResult(
             room.code, state.game, room.seat, outcome["termination"], outcome["winner"],
             (outcome["scores"][0], outcome["scores"][1]), state.ply,
-            room.moves, room.fallbacks, room.stale,
+            room.moves, room.fallbacks, room.stale, state.frame.get("game_id"),
         )  # fmt: skip
         room.moves = room.fallbacks = room.stale = 0
         room.results.append(result)

@@ -61,22 +61,26 @@ def state(
     id: RequestId = None,
     note: str = "",
     names: tuple[str, ...] = (),
+    ended: bool = False,
+    game_id: str | None = None,
 ) -> bytes:
     """One receiver's state frame, from that receiver's view only; ``names`` (by seat) go
-    into its ``text``."""
+    into its ``text``. ``ended``: the game is over, and the frame names its record
+    (``game_id``, null without a store); frames of a game in progress carry no such field."""
     text = codec.describe(view, names)
     if note:
         text = f"{note}; {text}" if text else note
-    return orjson.dumps(
-        {
-            "type": "state",
-            "room": room,
-            "seq": seq,
-            "view": (codec.view_json or codec.view_to_wire)(view),
-            "text": text,
-            "legal": (codec.legal_json or codec.legal_to_wire)(view),
-            "deadline_ms": deadline_ms,
-            "clock_ms": clock_ms,
-            "id": id,
-        }
-    )
+    frame: dict[str, Any] = {
+        "type": "state",
+        "room": room,
+        "seq": seq,
+        "view": (codec.view_json or codec.view_to_wire)(view),
+        "text": text,
+        "legal": (codec.legal_json or codec.legal_to_wire)(view),
+        "deadline_ms": deadline_ms,
+        "clock_ms": clock_ms,
+        "id": id,
+    }
+    if ended:
+        frame["game_id"] = game_id
+    return orjson.dumps(frame)

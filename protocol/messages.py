@@ -327,6 +327,10 @@ class State(Message):
     clock_ms: int | None
     id: RequestId | None
     """Set on the frame that answers this receiver's own request (its move, join, rematch)."""
+    game_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
+    """Only in a frame whose ``view.outcome`` is set: the finished game's record
+    (``GET /api/games/{game_id}``, the web page ``/games/{game_id}``); null from a server
+    that keeps no records. Added in version 1 (2026-11-24)."""
 
 
 ServerMessage = Annotated[

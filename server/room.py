@@ -139,6 +139,9 @@ class Room:
     _bot_cancel: Callable[[], None] | None = None
     record: Any = None
     """The recorder's handle on the current game's record (``None`` without a store)."""
+    game_id: str | None = None
+    """The id of the current (or last) game's record, set by the recorder; ``None`` without
+    a store. The final state frame of a game names it (``GET /api/games/{id}``)."""
 
     # -- what the room is -----------------------------------------------------------------
 
@@ -283,6 +286,7 @@ class Room:
         """Deal a new game with a fresh RNG (the OS source in production) and tell everyone."""
         rng = self.hooks.rng_factory()
         recorder = self.hooks.recorder
+        self.game_id = None
         if recorder is not None:  # the deal's permutations go into the record
             rng = recorder.begin(self, rng)
         self.game = self.spec.new_game(self.options, rng)
@@ -566,13 +570,16 @@ class Room:
         """The one path from a game to the wire: ``view(seat)`` for this receiver."""
         assert self.game is not None
         deadline_ms = clock_ms = None
+        ended = False
         if self.deadline is not None:
             deadline_ms = int(self.deadline_wall * 1000)
             clock_ms = max(0, int(self.deadline * 1000) - int(self.hooks.clock.monotonic() * 1000))
+        else:  # no clock running: maybe the game is over (a running clock says it is not)
+            ended = self.game.outcome() is not None
         return frames.state(
             self.codec, self.game.view(seat), room=self.code, seq=self.seq,
             deadline_ms=deadline_ms, clock_ms=clock_ms, id=request_id, note=note,
-            names=self.names(),
+            names=self.names(), ended=ended, game_id=self.game_id,
         )  # fmt: skip
 
     def send_state(self, peer: Peer, seat: int | None, request_id: frames.RequestId = None) -> None:

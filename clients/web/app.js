@@ -268,14 +268,15 @@ function onState(f) {
   if (f.view.ply === 0 && fresh) {
     room.moves = []; // a new game (a rematch): a new list
     room.roundEnd = null;
-    room.gameLink = null;
   }
   Object.assign(room, { view: f.view, legal: f.legal, text: f.text, seq: f.seq, game: f.view.game });
   if (fresh) {
     noteEvents(room, f);
     saveMoves(room);
   }
-  if (f.view.outcome && fresh) findGameLink(room);
+  // The frame that ends a game names its record (null: the server keeps none); the record
+  // is committed before that frame leaves the server, so the link works at once.
+  room.gameLink = f.view.outcome && f.game_id ? `/games/${encodeURIComponent(f.game_id)}` : null;
   room.clockEnd = f.clock_ms != null ? performance.now() + f.clock_ms : null;
   if (room.info) {
     room.info = { ...room.info, status: f.view.outcome ? "finished" : "playing" };
@@ -874,7 +875,9 @@ function renderRecent() {
       const names = [0, 1].map((s) => g.players?.find((p) => p.seat === s)?.name ?? `Seat ${s}`);
       const r = g.result ?? {};
       const score = Array.isArray(r.scores) ? ` ${r.scores[0]}:${r.scores[1]}` : "";
-      const won = r.winner == null ? "draw" : `${names[r.winner]} won`;
+      const how = r.termination && r.termination !== "completed" ? TERMINATION_WORDS[r.termination] ?? r.termination : "";
+      const said = /^(by|on) /.test(how) ? ` ${how}` : how ? ` (${how})` : ""; // "won by resignation", "draw (the turn cap was reached)"
+      const won = `${r.winner == null ? "draw" : `${names[r.winner]} won`}${said}`;
       return h(
         "li",
         { dataset: { game: String(g.id) } },
@@ -883,23 +886,6 @@ function renderRecent() {
       );
     }),
   );
-}
-
-/** The record of the game that just ended in `room` (the newest finished game of that room
- * code with these players), for the link at the end of the game. */
-async function findGameLink(room, tries = 3) {
-  const games = await fetchRecent();
-  // Newest first: the first game of this room with these players in these seats (a rematch
-  // swaps the seats, so the room's earlier game does not match).
-  const known = room.info?.players ?? [];
-  const found = games?.find((g) => g.code === room.code
-    && known.every((p) => !p.name || g.players?.some((q) => q.seat === p.seat && q.name === p.name)));
-  if (found) {
-    room.gameLink = `/games/${encodeURIComponent(found.id)}`;
-    render();
-  } else if (games && tries > 1) {
-    setTimeout(() => findGameLink(room, tries - 1), 1000); // the record may land a moment later
-  }
 }
 
 function forfeitText(end, now) {

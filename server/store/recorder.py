@@ -148,6 +148,7 @@ class Recorder:
             ),
         )  # fmt: skip
         room.record = rec
+        room.game_id = rec.id
         return rec.rng
 
     def record(
@@ -336,6 +337,7 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
         game = r.game
         game.rng = rec.rng  # type: ignore[attr-defined]  # both engines keep theirs there
         room.record = rec
+        room.game_id = game_id
         hub.rooms[code] = room
         room.restore(game, len(events), r.expiries)
         for seat, p in enumerate(seats):

@@ -8,27 +8,21 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import io
-import json
 import random
 import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from stacko.clients import botcli
-from stacko.clients.cli import amain, http_base, parse_args, replay_lines
+from stacko.clients.cli import amain, fetch_replay, http_base, parse_args, replay_lines
 from stacko.clients.client import StackoClient, websocket_url
 from stacko.clients.sdk import Bot, BotRunner, GameResult, Move, State, play
-from stacko.engine.stacko import StackoOptions
-from stacko.engine.stacko import new_game as new_stacko
-from stacko.engine.stakko import StakkoOptions
-from stacko.engine.stakko import new_game as new_stakko
-from stacko.protocol.games import CODECS
 from stacko.server.app import Server
 from stacko.server.config import ServerConfig
+from stacko.server.store import make_store
 
 FAST = {"rate_per_second": 1000.0, "burst": 2000}
 SMALL = {"bricks": 12, "tower": 4, "rounds": 1}
@@ -451,104 +445,97 @@ async def test_stacko_bot_against_a_built_in_bot(make_server: MakeServer) -> Non
 # -- --replay ------------------------------------------------------------------------------------
 
 
-def replay_record(game: str, seed: int) -> dict[str, Any]:
-    """A replay in the contract of ``GET /api/games/{id}/replay?seat=all``, from a real game on
-    the engine: each step's ``view`` is what the codec puts in a state frame; with
-    ``seat=all`` a Stacko view shows both towers whole (as at the end of a completed game)."""
-    rng = random.Random(seed)
-    codec = CODECS[game]
-    state: Any
-    if game == "stacko":
-        state = new_stacko(StackoOptions(bricks=12, tower=4, rounds=1), rng=random.Random(seed))
-    else:
-        state = new_stakko(StakkoOptions(variant="gray"), rng=random.Random(seed))
-    names = ("ann", "bob")
+@pytest.mark.parametrize(
+    ("game", "bot", "options"),
+    [
+        ("stacko", "easy", ["tower=4", "bricks=12", "rounds=1"]),
+        ("stakko", "random", ["variant=gray"]),
+    ],
+)
+async def test_replay_prints_a_finished_game_move_by_move(
+    game: str, bot: str, options: list[str], tmp_path: Any
+) -> None:
+    """A real game on a server with a SQLite store: the client names its record at the end,
+    and ``--replay`` prints exactly the server's record with everything shown."""
+    store = make_store("sqlite", str(tmp_path / "data"))
+    async with Server(ServerConfig(host="127.0.0.1", port=0, **FAST), store=store) as srv:  # type: ignore[arg-type]
+        url = f"http://127.0.0.1:{srv.port}/"
+        played = io.StringIO()
+        argv = [url, "--create", "--game", game, "--bot", bot, "--auto", "--seed", "3",
+                "--name", "ann", *(x for o in options for x in ("--option", o))]  # fmt: skip
+        assert await asyncio.wait_for(amain(argv, out=played), 30) == 0, played.getvalue()
+        *_, hint, result = played.getvalue().splitlines()
+        found = re.fullmatch(
+            r"replay: stacko-client (\S+) --replay ([0-9a-f]{16}) \(or (\S+) in a browser\)", hint
+        )
+        assert found is not None, hint
+        ws_url, gid, page = found.groups()
+        assert ws_url == f"ws://127.0.0.1:{srv.port}/" and page == f"{url}games/{gid}"
+        assert result.startswith("result: ")
+        (row,) = await srv.store.fetch("SELECT id, status FROM games")
+        assert row == (gid, "finished")
 
-    def step(seat: int | None) -> dict[str, Any]:
-        view = json.loads(json.dumps(codec.view_to_wire(state.view(None))))
-        if game == "stacko":
-            view["towers"] = [list(t) for t in state.towers]
-        return {"ply": view["ply"], "seat": seat, "text": codec.describe(state.view(None), names),
-                "view": view}  # fmt: skip
-
-    steps = [step(None)]
-    while state.outcome() is None:
-        seat = state.to_move
-        state.apply(rng.choice(state.legal_moves()), seat)
-        steps.append(step(seat))
-    outcome = steps[-1]["view"]["outcome"]
-    return {
-        "id": f"{game}-{seed}",
-        "game": game,
-        "options": codec.options_to_wire(state.options, None),
-        "players": [
-            {"seat": 0, "name": "ann", "bot": None},
-            {"seat": 1, "name": "bob", "bot": "easy"},
-        ],
-        "result": outcome,
-        "steps": steps,
-    }
-
-
-class ReplayStub:
-    """A plain HTTP server with one finished game: the records endpoint's contract only."""
-
-    def __init__(self, records: dict[str, dict[str, Any]]) -> None:
-        self.requests: list[str] = []
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                stub.requests.append(self.path)
-                found = re.fullmatch(r"/api/games/([^/]+)/replay\?seat=all", self.path)
-                record = records.get(found[1]) if found else None
-                body = json.dumps(record or {"error": "no such game"}).encode()
-                self.send_response(200 if record else 404)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> ReplayStub:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-@pytest.mark.parametrize("game", ["stacko", "stakko"])
-async def test_replay_prints_a_finished_game_move_by_move(game: str) -> None:
-    record = replay_record(game, 5)
-    with ReplayStub({record["id"]: record}) as stub:
         out = io.StringIO()
-        url = f"http://127.0.0.1:{stub.port}/"
-        assert await amain([url, "--replay", record["id"]], out=out) == 0, out.getvalue()
-        missing = io.StringIO()
-        assert await amain([url, "--replay", "nope"], out=missing) == 2
-    assert stub.requests == [f"/api/games/{record['id']}/replay?seat=all",
-                             "/api/games/nope/replay?seat=all"]  # fmt: skip
-    text = out.getvalue()
-    assert text == "\n\n".join(replay_lines(record, ascii=True)) + "\n"  # StringIO: ASCII
-    assert text.startswith(f"game {record['id']}: {game.capitalize()}, ann (seat 0) vs "
-                           "bob (seat 1, easy bot)")  # fmt: skip
-    steps = re.findall(r"^-- ply (\d+)", text, re.M)
-    assert [int(p) for p in steps] == [s["ply"] for s in record["steps"]]
-    for s in record["steps"][1:]:
-        assert f"last: {s['text']}" in text
-    if game == "stacko":  # every brick shown: no "?" in any tower row
-        assert not re.search(r"^ +\d+  .*\?", text, re.M)
-        assert "slot  ann (seat 0)" in text
-    assert text.splitlines()[-1].startswith("result: ")
-    assert (
-        missing.getvalue()
-        == "error: cannot replay nope: no finished game with that id (HTTP 404)\n"
+        assert await amain([ws_url, "--replay", gid], out=out) == 0, out.getvalue()
+        record = await asyncio.to_thread(fetch_replay, url, gid)
+        text = out.getvalue()
+        assert text == "\n\n".join(replay_lines(record, ascii=True)) + "\n"  # StringIO: ASCII
+        head = text.splitlines()[0]
+        assert head.startswith(f"game {gid}: {game.capitalize()}, ") and "ann (seat " in head
+        assert f", {bot} bot)" in head
+        steps = re.findall(r"^-- ply (\d+)", text, re.M)
+        assert [int(p) for p in steps] == [s["ply"] for s in record["steps"]]
+        live_plies = [int(p) for p in re.findall(r"^\[\w+ ply (\d+)\]", played.getvalue(), re.M)]
+        assert int(steps[-1]) == live_plies[-1]  # the game the client played, to its end
+        for s in record["steps"][1:]:
+            assert f"last: {s['text']}" in text
+        if game == "stacko":  # every brick shown: no "?" in any tower row
+            assert record["steps"][0]["view"]["towers"][1].count(None) == 0
+            assert not re.search(r"^ +\d+  .*\?", text, re.M)
+        # the same outcome as the client saw it, scores and all
+        scores = record["result"]["scores"]
+        assert text.splitlines()[-1].startswith("result: ")
+        assert f"{min(scores)}" in result and f"{max(scores)}" in result
+
+        # A game in progress is not served; nor an unknown or malformed id.
+        async with StackoClient(srv.url, "bo") as client:
+            await client.create_room(game="stacko", options={"tower": 4, "bricks": 12}, bot="easy")
+            await first_state(client)
+            (live,) = await srv.store.fetch("SELECT id FROM games WHERE status = 'playing'")
+            for gid_asked, said in (
+                (live[0], f"no finished game {live[0]} (HTTP 404)"),
+                ("0000000000000000", "no finished game 0000000000000000 (HTTP 404)"),
+                ("nope", "a game id is 16 lowercase hexadecimal digits (HTTP 400)"),
+            ):
+                missing = io.StringIO()
+                assert await amain([url, "--replay", gid_asked], out=missing) == 2
+                assert missing.getvalue() == f"error: cannot replay {gid_asked}: {said}\n"
+
+
+async def test_sdk_results_name_their_records(tmp_path: Any) -> None:
+    store = make_store("sqlite", str(tmp_path / "data"))
+    async with Server(ServerConfig(host="127.0.0.1", port=0, **FAST), store=store) as srv:  # type: ignore[arg-type]
+        results = await asyncio.wait_for(
+            play(lambda s: s.legal[0], srv.url, bot="easy", games=2, options=SMALL), 60
+        )
+        ids = [r.game_id for r in results]
+        assert len(set(ids)) == 2 and None not in ids  # a rematch is a game of its own
+        rows = await srv.store.fetch("SELECT id, status, plies FROM games")
+        assert sorted(rows) == sorted((r.game_id, "finished", r.plies) for r in results)
+
+
+async def test_replay_from_a_server_without_records_says_so(make_server: MakeServer) -> None:
+    srv = await make_server()  # memory only: no record, no id at the end of a game
+    played = io.StringIO()
+    argv = [srv.url, "--create", "--bot", "easy", "--auto", "--option", "tower=4",
+            "--option", "bricks=12"]  # fmt: skip
+    assert await asyncio.wait_for(amain(argv, out=played), 30) == 0, played.getvalue()
+    assert "replay:" not in played.getvalue()
+    (result,) = await asyncio.wait_for(play(lambda s: s.legal[0], srv.url, bot="easy"), 30)
+    assert result.game_id is None
+    out = io.StringIO()
+    assert await amain([srv.url, "--replay", "0123456789abcdef"], out=out) == 2
+    assert out.getvalue() == (
+        "error: cannot replay 0123456789abcdef: this server keeps no records (started with"
+        " --database memory) (HTTP 503)\n"
     )

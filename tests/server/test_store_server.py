@@ -222,7 +222,47 @@ async def test_restart_resumes_games_with_old_tokens(make_harness, store_spec):
     await h2.server.store.flush()
     rows = await h2.server.store.fetch("SELECT status, plies FROM games")
     assert rows == [("finished", g2.engine.ply)]
+    (gid,) = await finished_ids(h2)  # the restored game's final frame names its old record
+    assert [states(c, code)[-1]["game_id"] for c in seats] == [gid, gid]
     assert await h2.server.store.fetch("SELECT * FROM sessions") == []
+
+
+async def test_the_frame_that_ends_a_game_names_its_record(make_harness, store_spec):
+    h = await make_harness(store=make_store(*store_spec))
+    g = await h.game(SMALL, names=("alice", "bob"))
+    await g.play_out()
+    await h.server.store.flush()
+    (gid,) = await finished_ids(h)
+    for client in g.seats:
+        frames = states(client, g.code)
+        assert all("game_id" not in f for f in frames[:-1])  # not while the game goes on
+        assert frames[-1]["view"]["outcome"] is not None and frames[-1]["game_id"] == gid
+    status, rec = await get_json(h.server.port, f"/api/games/{gid}")
+    assert status == 200 and rec["code"] == g.code
+    # A rematch is a new record; its frames say nothing of the old one until it ends.
+    a, b = g.seats
+    await a.request("rematch", room=g.code)
+    await b.expect("room", room=g.code)
+    joined = await b.call("rematch", room=g.code)
+    assert joined["type"] == "joined"
+    h.snap(g.code)
+    g.seats = [b, a]
+    await g.settle(g.room.seq)
+    start = b.latest[g.code]
+    assert start["view"]["ply"] == 0 and "game_id" not in start
+    reply = await b.call("resign", room=g.code)
+    h.snap(g.code)
+    assert reply["view"]["outcome"] is not None
+    await h.server.store.flush()
+    assert reply["game_id"] in await finished_ids(h) and reply["game_id"] != gid
+
+
+async def test_a_server_without_a_store_names_no_record(make_harness):
+    h = await make_harness()
+    g = await h.game(SMALL)
+    reply = await g.seats[0].call("resign", room=g.code)
+    h.snap(g.code)
+    assert reply["view"]["outcome"] is not None and reply["game_id"] is None
 
 
 async def test_sessions_are_stored_only_as_hashes(make_harness, store_spec):

@@ -1,58 +1,26 @@
 """A finished game's page (/games/{id}) and the record links of the lobby and of a game's
-end, in Chromium, against the records API of issue 15:
+end, in Chromium, end to end: real games are played on the test server (over the wire, see
+wire_games.py, or by clicking), recorded in its SQLite store, and the page reads them from
+the real records API (``GET /api/games``, ``GET /api/games/{id}/replay?seat=0|1|all``).
 
-    GET /api/games/{id}/replay?seat=0|1|all   -> {id, game, options, players, result, steps}
-    GET /api/games?limit=20                   -> {games: [...], next}
-
-This branch's server has no such endpoints yet: the browser's requests to /api/games are
-answered by Playwright (``page.route``) with records built from real games (the engine plays,
-the protocol's encoders make each step's view; see replay_fixture.py). The page itself and
-its files come from the real server. Once the endpoints exist, these tests must also pass
-against them (drop the routes, record real games).
+What each seat's view must show is taken from the state frames that seat received during the
+game, not from the records API: the page must show exactly what the seat saw, and with
+``seat=all`` both towers whole.
 """
 
 from __future__ import annotations
 
-import json
+import random
+import sqlite3
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from tests.web.replay_fixture import listing, play
+from stacko.server.app import ServerConfig
+from tests.web.conftest import ServerThread
 from tests.web.test_web_client import SMALL, start_game
+from tests.web.wire_games import Played, WireClient, play
 
-STACKO = play("stacko", {"tower": 4, "bricks": 12, "rounds": 2, "turn_cap": 8}, 5)
-STAKKO = {v: play("stakko", {"variant": v, "ply_cap": 60}, 7) for v in ("basic", "gray", "red")}
-
-
-def serve_records(
-    page: Any, records: dict[str, dict[str, dict[str, Any]]], asked: list[str]
-) -> None:
-    """Answer the page's /api/games requests from ``records`` (id -> seat -> record)."""
-
-    def handle(route: Any) -> None:
-        url = urlparse(route.request.url)
-        asked.append(route.request.url)
-        parts = url.path.split("/")
-        if url.path == "/api/games":
-            body = listing([r["all"] for r in records.values()])
-            return route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
-        seat = parse_qs(url.query).get("seat", ["all"])[0]
-        game_id = parts[3] if len(parts) == 5 and parts[4] == "replay" else None
-        if game_id == "bad-id":
-            error = {"error": "bad_request", "message": "no game id looks like that"}
-            return route.fulfill(
-                status=400, content_type="application/json", body=json.dumps(error)
-            )
-        if game_id not in records or seat not in ("0", "1", "all"):
-            error = {"error": "not_found", "message": "no such game"}
-            return route.fulfill(
-                status=404, content_type="application/json", body=json.dumps(error)
-            )
-        return route.fulfill(
-            status=200, content_type="application/json", body=json.dumps(records[game_id][seat])
-        )
-
-    page.route(lambda url: urlparse(url).path.startswith("/api/games"), handle)
+STACKO_OPTIONS = {"tower": 4, "bricks": 12, "rounds": 2, "turn_cap": 8, "clock_ms": None}
 
 
 def step(page: Any) -> int:
@@ -67,23 +35,40 @@ def expected(tower: list[int | None]) -> list[str]:
     return ["?" if b is None else str(b) for b in tower]
 
 
+def slide(page: Any, to: int) -> None:
+    page.eval_on_selector(
+        "#step-slider",
+        f"(el) => {{ el.value = '{to}'; el.dispatchEvent(new Event('input')); }}",
+    )
+
+
+def replay_requests(page: Any) -> list[str]:
+    asked: list[str] = []
+    page.on(
+        "request",
+        lambda r: asked.append(r.url) if urlparse(r.url).path.startswith("/api/games/") else None,
+    )
+    return asked
+
+
 def test_stepping_through_a_finished_stacko_game(server, new_player, screenshots) -> None:
+    game = play(server.http_url, "stacko", STACKO_OPTIONS, seed=5)
+    seat0, seat1 = game.views(0), game.views(1)
+    last = len(seat0) - 1
     viewer = new_player("Viewer")
     page = viewer.page
-    asked: list[str] = []
-    serve_records(page, {"stacko-5": STACKO}, asked)
-    page.goto(f"{server.http_url}games/stacko-5")
+    asked = replay_requests(page)
+    page.goto(f"{server.http_url}games/{game.game_id}")
     page.wait_for_selector("#replay-body:not([hidden])")
-    steps = STACKO["all"]["steps"]
-    last = len(steps) - 1
     assert page.inner_text("#replay-title") == "Alice vs Bob"
     assert "Start" in page.inner_text("#step-no")
     assert page.get_attribute("#step-slider", "max") == str(last)
     assert parse_qs(urlparse(asked[-1]).query)["seat"] == ["all"]
-    # Everything shown: both dealt towers whole from the first position on.
-    assert shown(viewer.tower("seat0")) == expected(steps[0]["view"]["towers"][0])
-    assert shown(viewer.tower("seat1")) == expected(steps[0]["view"]["towers"][1])
-    assert "?" not in shown(viewer.tower("seat1"))
+    # Everything shown: both dealt towers whole from the first position on, each as its own
+    # seat saw it (a seat sees its own dealt tower), hidden bricks included.
+    assert shown(viewer.tower("seat0")) == expected(seat0[0]["towers"][0])
+    assert shown(viewer.tower("seat1")) == expected(seat1[0]["towers"][1])
+    assert "?" not in shown(viewer.tower("seat0")) + shown(viewer.tower("seat1"))
     assert page.locator("#move-list li").count() == last
 
     page.click("#next-btn")
@@ -94,7 +79,7 @@ def test_stepping_through_a_finished_stacko_game(server, new_player, screenshots
     assert step(page) == 2 and "Move 2 of" in page.inner_text("#step-no")
     page.keyboard.press("End")
     assert step(page) == last and page.is_disabled("#next-btn")
-    outcome = STACKO["all"]["result"]
+    outcome = seat0[-1]["outcome"]
     assert page.is_visible("#outcome")
     dash = "\u2013"
     score = f"Alice {outcome['scores'][0]} {dash} {outcome['scores'][1]} Bob"
@@ -102,104 +87,174 @@ def test_stepping_through_a_finished_stacko_game(server, new_player, screenshots
     page.screenshot(path=screenshots / "replay-end.png", full_page=True)
     page.keyboard.press("Home")
     assert step(page) == 0 and page.is_disabled("#prev-btn")
-    page.eval_on_selector(
-        "#step-slider", "(el) => { el.value = '5'; el.dispatchEvent(new Event('input')); }"
-    )
+    slide(page, 5)
     assert step(page) == 5
     for li in (3, 4):
         page.click(f'#move-list li[data-step="{li}"] button')
         assert step(page) == li
     page.click('#move-list li[data-step="5"] button')
+    # Alice's bricks Bob never saw: shown with everything shown, hidden in Bob's view.
+    hidden = [i for i, b in enumerate(seat1[5]["towers"][0]) if b is None]
+    assert hidden, "seat 1 saw every brick of seat 0 by move 5: pick another seed"
+    assert shown(viewer.tower("seat0")) == expected(seat0[5]["towers"][0])
+    assert all(shown(viewer.tower("seat0"))[i] != "?" for i in hidden)
 
-    # As Bob saw it: the page asks for seat 1's views and shows Alice's dealt bricks hidden.
+    # As Bob saw it: the page asks for seat 1's views and shows what his frames showed.
     page.check('input[name="seat"][value="1"]')
     page.wait_for_function("() => window.stackoReplay.record.steps[0].view.seat === 1")
     assert parse_qs(urlparse(asked[-1]).query)["seat"] == ["1"]
     assert step(page) == 5 and page.url.endswith("?seat=1")
-    bob_view = STACKO["1"]["steps"][5]["view"]
-    assert shown(viewer.tower("opponent")) == expected(bob_view["towers"][0])
-    assert "?" in shown(viewer.tower("opponent"))
-    assert shown(viewer.tower("me")) == expected(bob_view["towers"][1])
+    assert page.evaluate("() => window.stackoReplay.record.steps.map((s) => s.view)") == seat1
+    assert shown(viewer.tower("opponent")) == expected(seat1[5]["towers"][0])
+    assert all(shown(viewer.tower("opponent"))[i] == "?" for i in hidden)
+    assert shown(viewer.tower("me")) == expected(seat1[5]["towers"][1])
     assert "Bob" in page.inner_text('[data-tower="me"] .tower-title')  # a name, not "You"
     page.screenshot(path=screenshots / "replay-seat1.png", full_page=True)
+
+    # As Alice saw it: Bob's dealt bricks hidden at the start, hers as she saw them.
+    page.check('input[name="seat"][value="0"]')
+    page.wait_for_function("() => window.stackoReplay.record.steps[0].view.seat === 0")
+    assert page.evaluate("() => window.stackoReplay.record.steps.map((s) => s.view)") == seat0
+    page.keyboard.press("Home")
+    assert shown(viewer.tower("opponent")) == expected(seat0[0]["towers"][1])
+    assert "?" in shown(viewer.tower("opponent"))
+    assert shown(viewer.tower("me")) == expected(seat0[0]["towers"][0])
     assert viewer.errors == []
 
 
 def test_stakko_games_of_every_variant_replay(server, new_player) -> None:
+    games: dict[str, Played] = {
+        v: play(server.http_url, "stakko", {"variant": v, "ply_cap": 60}, seed=7)
+        for v in ("basic", "gray", "red")
+    }
     viewer = new_player("Viewer", width=390, height=844)
     page = viewer.page
-    records = {f"stakko-{v}": r for v, r in STAKKO.items()}
-    serve_records(page, records, [])
-    for variant, record in STAKKO.items():
-        page.goto(f"{server.http_url}games/stakko-{variant}")
+    for variant, game in games.items():
+        views = game.views(0)
+        page.goto(f"{server.http_url}games/{game.game_id}")
         page.wait_for_selector("#replay-body:not([hidden])")
-        steps = record["all"]["steps"]
-        assert page.locator(".stakko-stack").count() == 9
-        assert page.locator("#move-list li").count() == len(steps) - 1
+        assert page.locator(".stakko-stack").count() == len(views[0]["line"]) == 9
+        assert page.locator("#move-list li").count() == len(views) - 1
+        # Stakko hides nothing: every seat's view is the whole game, as both seats saw it.
+        for seat in ("0", "1"):
+            page.check(f'input[name="seat"][value="{seat}"]')
+            page.wait_for_function(
+                f"() => window.stackoReplay.record.steps[0].view.seat === {seat}"
+            )
+            got = page.evaluate("() => window.stackoReplay.record.steps.map((s) => s.view)")
+            assert got == game.views(int(seat))
+        page.check('input[name="seat"][value="all"]')
+        page.wait_for_function("() => window.stackoReplay.record.seat === 'all'")
         if variant != "basic":
             assert variant in page.inner_text("#replay-meta")
             assert page.get_attribute("#rules-link", "href") == f"/rules-stakko.html#{variant}"
             # A space that left the line: the board has fewer stacks from that move on.
-            shorter = next(i for i, s in enumerate(steps) if len(s["view"]["line"]) < 9)
-            page.eval_on_selector(
-                "#step-slider",
-                f"(el) => {{ el.value = '{shorter}'; el.dispatchEvent(new Event('input')); }}",
-            )
-            assert page.locator(".stakko-stack").count() == len(steps[shorter]["view"]["line"])
+            shorter = next(i for i, v in enumerate(views) if len(v["line"]) < 9)
+            slide(page, shorter)
+            assert page.locator(".stakko-stack").count() == len(views[shorter]["line"])
             assert "left the line" in page.inner_text("#step-text")
         page.keyboard.press("End")
-        assert page.locator(".stakko-stack").count() == len(steps[-1]["view"]["line"])
+        assert page.locator(".stakko-stack").count() == len(views[-1]["line"])
         assert page.is_visible("#outcome")
         assert page.locator("button.disc").count() == 0  # nothing to click in a replay
     assert viewer.errors == []
 
 
-def test_missing_and_bad_games_say_so(server, new_player) -> None:
-    viewer = new_player("Viewer")
-    page = viewer.page
-    serve_records(page, {"stacko-5": STACKO}, [])
-    page.goto(f"{server.http_url}games/no-such-game")
-    page.wait_for_selector("#replay-error:not([hidden])")
-    assert 'no finished game "no-such-game"' in page.inner_text("#replay-error")
-    assert page.is_hidden("#replay-body")
-    page.goto(f"{server.http_url}games/bad-id")
-    page.wait_for_selector("#replay-error:not([hidden])")
-    assert "is not a game this server can show: no game id looks like that" in page.inner_text(
-        "#replay-error"
-    )
-    # The page's own 404/400 answers are logged by the browser; nothing else went wrong.
-    assert all("404" in e or "400" in e for e in viewer.errors), viewer.errors
+def test_missing_unfinished_and_bad_games_say_so(server, new_player, tmp_path) -> None:
+    # A game in progress has a record, but the page (the API) does not show it yet.
+    a, b = WireClient(server.http_url.replace("http", "ws", 1), "Ann"), None
+    try:
+        a.send({"type": "create_room", "game": "stacko", "options": STACKO_OPTIONS, "id": 1})
+        code = a.until(lambda f: f["type"] == "joined")["room"]
+        b = WireClient(server.http_url.replace("http", "ws", 1), "Ben")
+        b.send({"type": "join", "room": code, "id": 1})
+        a.until(lambda f: f["type"] == "state")
+        db = sqlite3.connect(tmp_path / "data" / "stacko.sqlite3")
+        try:
+            (live,) = db.execute("SELECT id FROM games WHERE status = 'playing'").fetchone()
+        finally:
+            db.close()
+        viewer = new_player("Viewer")
+        page = viewer.page
+        for gid in (live, "0000000000000000"):
+            page.goto(f"{server.http_url}games/{gid}")
+            page.wait_for_selector("#replay-error:not([hidden])")
+            assert f'no finished game "{gid}"' in page.inner_text("#replay-error")
+            assert page.is_hidden("#replay-body")
+        assert "Ann" not in page.content()  # nothing of the game in progress
+        page.goto(f"{server.http_url}games/no-such-game")
+        page.wait_for_selector("#replay-error:not([hidden])")
+        assert '"no-such-game" is not a game this server can show: a game id is 16' in (
+            page.inner_text("#replay-error")
+        )
+        # The page's own 404/400 answers are logged by the browser; nothing else went wrong.
+        assert all("404" in e or "400" in e for e in viewer.errors), viewer.errors
+    finally:
+        a.close()
+        if b is not None:
+            b.close()
 
 
 def test_recent_games_and_the_link_at_the_end_of_a_game(server, new_player, screenshots) -> None:
     alice = new_player("Alice")
     bob = new_player("Bob")
-    records = {"stacko-5": STACKO}
-    serve_records(alice.page, records, [])
+    # Another game on the server, finished after this one starts: the link must not depend
+    # on which game is newest.
     code = start_game(alice, bob, server.http_url, **SMALL)
-    # The game ends (Bob resigns); its record is listed under the room's code.
-    room_games = {"games": []}
-
-    def listed(route: Any) -> None:
-        route.fulfill(status=200, content_type="application/json", body=json.dumps(room_games))
-
-    alice.page.route(lambda url: urlparse(url).path == "/api/games", listed)
-    entry = listing([STACKO["all"]], code=code)["games"][0]
-    room_games["games"] = [{**entry, "id": "stacko-5"}]
+    other = play(server.http_url, "stakko", {"variant": "gray", "ply_cap": 60}, seed=3,
+                 names=("Alice", "Bob"))  # fmt: skip
     bob.page.click("#resign-btn")
     bob.page.click("#resign-btn")
     alice.page.wait_for_selector("#outcome:not([hidden])")
     alice.page.wait_for_selector("#game-link-line:not([hidden])")
-    assert alice.page.get_attribute("#game-link", "href") == "/games/stacko-5"
+    href = alice.page.get_attribute("#game-link", "href")
+    listed = alice.page.evaluate(
+        "async (code) => (await (await fetch(`/api/games?code=${code}`)).json()).games", code
+    )
+    assert [g["id"] for g in listed] != [other.game_id]
+    assert [f"/games/{g['id']}" for g in listed] == [href]  # the room's game, by its id
+    bob.page.wait_for_selector("#game-link-line:not([hidden])")
+    assert bob.page.get_attribute("#game-link", "href") == href
 
-    # The lobby lists recent games, each linking to its page.
+    # The lobby lists both recent games (from the real /api/games), each linking to its page.
     alice.page.click("#leave-btn")
     alice.in_lobby()
     alice.page.wait_for_selector("#recent:not([hidden])")
     alice.page.screenshot(path=screenshots / "lobby-recent.png", full_page=True)
-    link = alice.page.locator('#recent-list li[data-game="stacko-5"] a')
+    gid = href.removeprefix("/games/")
+    assert alice.page.locator("#recent-list li").count() == 2
+    assert alice.page.locator(f'#recent-list li[data-game="{other.game_id}"]').count() == 1
+    link = alice.page.locator(f'#recent-list li[data-game="{gid}"] a')
     assert link.inner_text() == "Alice vs Bob"
+    entry = alice.page.inner_text(f'#recent-list li[data-game="{gid}"]')
+    assert "Alice won by resignation" in entry and "stakko" not in entry
     link.click()
     alice.page.wait_for_selector("#replay-body:not([hidden])")
-    assert alice.page.url.endswith("/games/stacko-5")
+    assert alice.page.url.endswith(f"/games/{gid}")
+    # The room's game, ended by Bob's resignation: Alice won.
+    record = alice.page.evaluate("() => window.stackoReplay.record")
+    assert record["result"]["termination"] == "resignation"
+    winner = record["players"][record["result"]["winner"]]
+    assert winner["name"] == "Alice"
+    assert record["steps"][-1]["view"]["outcome"] == record["result"]
     assert alice.errors == [] and bob.errors == []
+
+
+def test_a_server_without_records_links_to_none(new_player) -> None:
+    """``--database memory``: the final frame's ``game_id`` is null, /api/games is 503."""
+    seeds = iter(range(1000, 100_000))
+    config = ServerConfig(host="127.0.0.1", port=0, reconnect_grace_s=30.0)
+    with ServerThread(config, lambda: random.Random(next(seeds))) as memory:
+        alice, bob = new_player("Alice"), new_player("Bob")
+        start_game(alice, bob, memory.http_url, **SMALL)
+        bob.page.click("#resign-btn")
+        bob.page.click("#resign-btn")
+        alice.page.wait_for_selector("#outcome:not([hidden])")
+        bob.page.wait_for_selector("#outcome:not([hidden])")
+        for p in (alice, bob):
+            assert p.page.is_hidden("#game-link-line")
+        alice.page.click("#leave-btn")
+        alice.in_lobby()
+        status = alice.page.evaluate("async () => (await fetch('/api/games')).status")
+        assert status == 503 and alice.page.is_hidden("#recent")
+        assert alice.errors == [] and bob.errors == []
