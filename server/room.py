@@ -136,6 +136,10 @@ class Room:
     _bot_cancel: Callable[[], None] | None = None
     record: Any = None
     """The recorder's handle on the current game's record (``None`` without a store)."""
+    rated: bool = False
+    """Games here are rated when both seats are accounts (``server.ratings``)."""
+    rating_change: Any = None
+    """The rating change of the game that just ended, until it is announced."""
 
     # -- what the room is -----------------------------------------------------------------
 
