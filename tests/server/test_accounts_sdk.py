@@ -1,0 +1,135 @@
+"""Accounts through the SDK against a real server with a store (SQLite and PostgreSQL):
+a rated quick match between two registered bots, a bot sitting online accepting
+challenges, and a rated game against a built-in bot on the leaderboard."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+from typing import Any
+
+import orjson
+import pytest
+
+from clients.sdk import BotRunner, ChallengeRefused, ServerError, State, register
+from server.app import Server
+from server.config import ServerConfig
+from server.store import make_store
+
+FAST = {"rate_per_second": 1000.0, "burst": 2000, "bot_workers": 0}
+SMALL = {"bricks": 12, "tower": 4, "rounds": 1}
+
+
+def first_legal(state: State) -> dict[str, Any]:
+    return state.legal[0]
+
+
+async def get(server: Server, path: str) -> Any:
+    def fetch() -> Any:
+        with urllib.request.urlopen(f"{server.http_url.rstrip('/')}{path}", timeout=10) as r:
+            return orjson.loads(r.read())
+
+    return await asyncio.to_thread(fetch)
+
+
+@pytest.fixture
+async def server(store_spec):
+    srv = Server(
+        ServerConfig(host="127.0.0.1", port=0, challenge_timeout_s=20, **FAST),  # type: ignore[arg-type]
+        store=make_store(*store_spec),
+    )
+    await srv.start()
+    yield srv
+    await srv.shutdown()
+
+
+async def test_rated_quick_match_between_two_sdk_bots_updates_both_and_the_board(server):
+    a = await asyncio.to_thread(register, server.url, "AlphaBot", "bot")
+    b = await asyncio.to_thread(register, server.url, "BetaBot", "bot")
+    assert a["kind"] == "bot" and a["token"] != b["token"]
+    with pytest.raises(ServerError) as refused:
+        await asyncio.to_thread(register, server.url, "alphabot", "bot")
+    assert refused.value.code == "name_taken"
+    async with (
+        BotRunner(first_legal, server.url, name="a", account=a["token"]) as ra,
+        BotRunner(first_legal, server.url, name="b", account=b["token"]) as rb,
+    ):
+        assert ra.welcome is not None and ra.welcome["account"] == {
+            "name": "AlphaBot",
+            "kind": "bot",
+        }
+        async with asyncio.timeout(120):
+            [res_a], [res_b] = await asyncio.gather(ra.quick_match(), rb.quick_match())
+    assert res_a.outcome != res_b.outcome or res_a.outcome == "drew"
+    await server.store.flush()
+    board = await get(server, "/api/leaderboard?game=stacko")
+    rows = {p["name"]: p for p in board["players"]}
+    assert rows["AlphaBot"]["games"] == 1 and rows["BetaBot"]["games"] == 1
+    assert rows["AlphaBot"]["kind"] == "bot" and rows["AlphaBot"]["provisional"]
+    if res_a.outcome == "won":
+        assert rows["AlphaBot"]["rating"] > 1500 > rows["BetaBot"]["rating"]
+    profile = await get(server, "/api/players/BetaBot")
+    assert profile["recent"][0]["opponent"] == "AlphaBot"
+
+
+async def test_a_bot_online_accepts_challenges_and_another_declines(server):
+    a = await asyncio.to_thread(register, server.url, "Challenger", "human")
+    b = await asyncio.to_thread(register, server.url, "Sitter", "bot")
+    c = await asyncio.to_thread(register, server.url, "Picky", "bot")
+    seen: list[dict[str, Any]] = []
+
+    def picky(frame: dict[str, Any]) -> bool:
+        seen.append(frame)
+        return False
+
+    async with (
+        BotRunner(first_legal, server.url, account=a["token"]) as ra,
+        BotRunner(first_legal, server.url, account=b["token"], accept_challenges=True) as rb,
+        BotRunner(first_legal, server.url, account=c["token"], on_challenge=picky),
+    ):
+        serving = asyncio.create_task(rb.serve_challenges(1))
+        async with asyncio.timeout(120):
+            [mine] = await ra.challenge("sitter", options=SMALL, rated=True)
+            [theirs] = await serving
+        assert mine.seat == 0 and theirs.seat == 1
+        with pytest.raises(ChallengeRefused, match="declined"):
+            await ra.challenge("Picky")
+        assert seen and seen[0]["account"] == {"name": "Challenger", "kind": "human"}
+        with pytest.raises(ServerError) as offline:
+            await ra.challenge("Nobody")
+        assert offline.value.code == "not_online"
+    await server.store.flush()
+    profile = await get(server, "/api/players/Sitter")
+    assert profile["ratings"]["stacko"]["games"] == 1
+
+
+async def test_built_in_bots_have_accounts_and_ratings(store_spec):
+    from clients.bots.registry import available, make_bot
+
+    srv = Server(
+        ServerConfig(host="127.0.0.1", port=0, **FAST),  # type: ignore[arg-type]
+        store=make_store(*store_spec),
+        bots=(available(), make_bot),
+    )
+    await srv.start()
+    try:
+        human = await asyncio.to_thread(register, srv.url, "Humble", "human")
+        async with BotRunner(first_legal, srv.url, account=human["token"]) as r:
+            client = await r._client()
+            joined = await client.request(
+                {"type": "create_room", "game": "stacko", "options": SMALL, "bot": "easy",
+                 "rated": True}
+            )  # fmt: skip
+            async with asyncio.timeout(120):
+                [result] = await r.play_room(joined["room"])
+        await srv.store.flush()
+        board = await get(srv, "/api/leaderboard?game=stacko")
+        rows = {p["name"]: p for p in board["players"]}
+        assert rows["easy"]["kind"] == "bot" and rows["easy"]["games"] == 1
+        assert rows["Humble"]["games"] == 1
+        if result.outcome == "won":
+            assert rows["Humble"]["rating"] > rows["easy"]["rating"]
+        accounts = await srv.store.fetch("SELECT name FROM accounts WHERE builtin = 1")
+        assert {"easy", "medium", "strong"} <= {n for (n,) in accounts}
+    finally:
+        await srv.shutdown()
