@@ -133,3 +133,48 @@ async def test_built_in_bots_have_accounts_and_ratings(store_spec):
         assert {"easy", "medium", "strong"} <= {n for (n,) in accounts}
     finally:
         await srv.shutdown()
+
+
+async def test_the_commands_register_and_play_a_rated_challenge(server):
+    import io
+    import re
+
+    from clients import botcli, cli
+
+    out = io.StringIO()
+    assert await botcli.amain([server.url, "--register", "CmdBot"], out) == 0
+    found = re.search(r"token: (\S+)", out.getvalue())
+    assert found and "--accept-challenges" in out.getvalue(), out.getvalue()
+    bot_token = found.group(1)
+    bot_out = io.StringIO()
+    serving = asyncio.create_task(
+        botcli.amain(
+            [server.url, "--account", bot_token, "--accept-challenges", "--games", "1",
+             "--level", "easy"],
+            bot_out,
+        )
+    )  # fmt: skip
+    for _ in range(1000):  # poll: the server has no hook to wait on; fails after 20 s
+        if any(
+            s.account is not None and s.account.name == "CmdBot" and s.peer is not None
+            for s in server.hub.sessions.values()
+        ):
+            break
+        await asyncio.sleep(0.02)
+    out = io.StringIO()
+    assert await cli.amain([server.url, "--register", "CmdHuman"], out) == 0
+    found = re.search(r"token: (\S+)", out.getvalue())
+    assert found
+    again = io.StringIO()
+    assert await cli.amain([server.url, "--register", "cmdhuman"], again) == 2
+    assert "(name_taken)" in again.getvalue()
+    human = io.StringIO()
+    args = [server.url, "--account", found.group(1), "--challenge", "cmdbot", "--rated", "--auto",
+            "--option", "bricks=12", "--option", "tower=4", "--option", "rounds=1"]  # fmt: skip
+    async with asyncio.timeout(60):
+        status = await cli.amain(args, human)
+        assert await serving == 0, bot_out.getvalue()
+    text = human.getvalue()
+    assert status == 0, text
+    assert "challenged CmdBot" in text and "rating: CmdHuman 1500 -> " in text, text
+    assert "signed in as the account CmdBot" in bot_out.getvalue()
