@@ -30,6 +30,7 @@ from engine.games import GAMES
 from protocol import frames, messages
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.games import CODECS
+from server import matchmaking
 from server.accounts import Account, Accounts, normalize
 from server.clock import Timer
 from server.ratings import Ratings
@@ -66,6 +67,7 @@ class AccountLink:
         self.challenges: dict[str, PendingChallenge] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._started: dict[int, Any] = {}
+        self._sweep: Timer | None = None
         accounts.kick = self.kick
 
     # -- hello -------------------------------------------------------------------------
@@ -128,6 +130,30 @@ class AccountLink:
             peer = session.peer
             if peer is not None:
                 peer.fail(ErrorCode.BAD_ACCOUNT, "the account token was rotated or revoked")
+
+    # -- quick match by strength ------------------------------------------------------
+
+    def partner(self, queue: list[Any], session: Any, game: str) -> int | None:
+        return matchmaking.partner(queue, session, game, self.hub.clock.time())
+
+    def waiting(self, game: str) -> None:
+        """Someone joined a queue unpaired: sweep now and then while anyone waits."""
+        if self._sweep is None:
+            clock = self.hub.clock
+            self._sweep = clock.call_at(clock.time() + matchmaking.SWEEP_S, self._sweep_now)
+
+    def _sweep_now(self) -> None:
+        self._sweep = None
+        now = self.hub.clock.time()
+        for game, queue in self.hub.queues.items():
+            for a, b in matchmaking.sweep(list(queue), game, now):
+                try:
+                    self.hub.pair_waiting(game, a, b)
+                except ProtocolError as exc:  # server_busy: they wait on
+                    log.warning("quick match sweep: %s", exc.message)
+                    break
+        if any(len(q) > 1 for q in self.hub.queues.values()):
+            self.waiting("")
 
     # -- rated rooms -------------------------------------------------------------------
 

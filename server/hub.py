@@ -70,6 +70,8 @@ class Session:
     expiry: Timer | None = None
     account: Any = None
     """The ``server.accounts.Account`` the session signed in as (``None``: a guest)."""
+    queued_at: float = 0.0
+    """When it started waiting for a quick match (the rating window widens with it)."""
 
 
 class Listing:
@@ -600,19 +602,35 @@ class Hub:
             )
         self._check_seats(session)
         queue = self.queues[msg.game]
-        if not queue:
+        pick: int | None = 0 if queue else None
+        if queue and self.accounts is not None:  # close ratings first (server.matchmaking)
+            pick = self.accounts.partner(queue, session, msg.game)
+        if pick is None:
             queue.append(session)
             session.queued_for = msg.game
+            session.queued_at = self.clock.time()
             peer.send(frames.reply("queued", msg.id, game=msg.game, waiting=len(queue)))
+            if self.accounts is not None:
+                self.accounts.waiting(msg.game)
             return
+        self._start_match(msg.game, queue[pick], (session, msg.id))
+
+    def _start_match(
+        self, game: str, other: Session, newcomer: tuple[Session, frames.RequestId]
+    ) -> None:
+        """Pair ``other`` (waiting in the queue) with ``newcomer`` (a session and the id of
+        its request, or a waiting session and ``None``)."""
         # The room first: if it cannot be created (server_busy), the waiting player stays queued.
         room = self._new_room(
-            msg.game, {}, False, clock_ms=self.config.quick_match_clock_ms, quick=True
+            game, {}, False, clock_ms=self.config.quick_match_clock_ms, quick=True
         )
-        other = queue.pop(0)
-        other.queued_for = None
+        queue = self.queues[game]
+        for who in (other, newcomer[0]):
+            if who in queue:
+                queue.remove(who)
+            who.queued_for = None
         room.rated = True  # rated when both are accounts (server.ratings)
-        pair = ((other, None), (session, msg.id))
+        pair = ((other, None), newcomer)
         for s, (who, _) in enumerate(pair):  # both seats first: joined lists both players
             assert who.peer is not None
             self._take_seat(who.peer, who, room, s)
@@ -643,6 +661,10 @@ class Hub:
             who.peer.send(room.joined_frame(s, rid, starting=True))
         room.start()
         return room
+
+    def pair_waiting(self, game: str, a: Session, b: Session) -> None:
+        """Pair two sessions that both wait for ``game`` (the matchmaking sweep)."""
+        self._start_match(game, a, (b, None))
 
     def _unqueue(self, session: Session) -> None:
         if session.queued_for is not None:

@@ -383,3 +383,60 @@ async def test_challenges_accepted_declined_and_timed_out(make_harness, store_sp
     guest = await h.client("guest")
     wrong = await guest.call("accept_challenge", challenge=sent["challenge"])
     assert wrong["code"] == "unknown_challenge"
+
+
+# -- matchmaking by strength ---------------------------------------------------------------
+
+
+def test_the_window_widens_with_waiting_and_everyone_is_paired_in_bounded_time():
+    from server import matchmaking as mm
+
+    assert mm.window(0) == mm.BASE and mm.window(5) == mm.BASE + 5 * mm.GROWTH
+    assert mm.window(mm.MAX_WAIT_S) == float("inf")
+
+    class S:
+        def __init__(self, mu, at):
+            self.account = (
+                None if mu is None else type("A", (), {"ratings": {"stacko": Rating(mu)}})()
+            )
+            self.queued_at = at
+
+    strong, weak, mid, guest = S(2000, 0), S(1000, 0), S(1950, 0), S(None, 0)
+    assert mm.partner([strong, weak], mid, "stacko", 0) == 0  # the closest first
+    assert mm.partner([weak], mid, "stacko", 0) is None  # 950 apart: wait
+    assert mm.partner([weak], guest, "stacko", 0) == 0  # guests: first come
+    assert mm.sweep([strong, weak], "stacko", 10) == []
+    assert mm.sweep([strong, weak], "stacko", mm.MAX_WAIT_S) == [(strong, weak)]
+
+
+async def test_quick_match_pairs_close_ratings_first_then_widens(make_harness, tmp_path):
+    h = await make_harness(store=make_store("sqlite", str(tmp_path / "d")))
+    names = ("Anna", "Boris", "Carla", "Dora")
+    tokens = [(await register(h.server.port, n))[1]["token"] for n in names]
+    clients = [(await signed_in(h, t, n))[0] for t, n in zip(tokens, names, strict=True)]
+    by_name = {s.account.name: s for s in h.server.hub.sessions.values() if s.account}
+    by_name["Boris"].account.ratings["stacko"] = Rating(mu=1900.0)
+    by_name["Dora"].account.ratings["stacko"] = Rating(mu=1850.0)
+    anna, boris, carla, dora = clients
+    assert (await anna.call("quick_match", game="stacko"))["type"] == "queued"
+    assert (await boris.call("quick_match", game="stacko"))["type"] == "queued"  # 400 apart
+    joined = await carla.call("quick_match", game="stacko")  # 1500: Anna, not Boris
+    assert joined["type"] == "joined"
+    assert {p["name"] for p in joined["info"]["players"]} == {"Anna", "Carla"}
+    h.snap(joined["room"])
+    # Dora (1850) would pair with Boris at once (50 apart); here Boris waits alone, and a
+    # far weaker account does not get him until the window has grown.
+    _, weak = await register(h.server.port, "Weakling")
+    w, _ = await signed_in(h, weak["token"], "Weakling")
+    by_name = {s.account.name: s for s in h.server.hub.sessions.values() if s.account}
+    by_name["Weakling"].account.ratings["stacko"] = Rating(mu=1400.0)
+    assert (await w.call("quick_match", game="stacko"))["type"] == "queued"  # 500 apart
+    h.advance(10)  # windows: 300
+    await w.barrier()
+    assert not w.pending("joined")
+    h.advance(11)  # 21 s: 520 >= 500
+    paired = await w.expect("joined")
+    assert {p["name"] for p in paired["info"]["players"]} == {"Boris", "Weakling"}
+    h.snap(paired["room"])
+    await boris.expect("joined", room=paired["room"])
+    del dora
