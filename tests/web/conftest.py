@@ -41,9 +41,16 @@ TIMEOUT_MS = 15_000
 class ServerThread:
     """A ``Server`` on 127.0.0.1, port 0, running its own event loop in a daemon thread."""
 
-    def __init__(self, config: ServerConfig, rng_factory: Callable[[], random.Random]) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        rng_factory: Callable[[], random.Random],
+        data_dir: str | None = None,
+    ) -> None:
+        """``data_dir``: keep games and accounts in a SQLite store there (else memory)."""
         self.config = config
         self.rng_factory = rng_factory
+        self.data_dir = data_dir
         self.server: Server | None = None
         self.port = 0
         self._ready = threading.Event()
@@ -79,7 +86,12 @@ class ServerThread:
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        async with Server(self.config, rng_factory=self.rng_factory) as server:
+        store = None
+        if self.data_dir is not None:
+            from server.store import make_store
+
+            store = make_store("sqlite", self.data_dir)
+        async with Server(self.config, rng_factory=self.rng_factory, store=store) as server:
             self.server = server
             self.port = server.port
             self._ready.set()
