@@ -160,6 +160,8 @@ class AccountLink:
     def status(self, room: Any) -> None:
         """``Hub._status_changed`` of a rated room: a game started, or one ended."""
         status = room.status
+        if status == "playing" and id(room) in self.ratings.live:
+            self._started[id(room)] = room.game  # restored after a restart: decided before
         if status == "playing" and self._started.get(id(room)) is not room.game:
             self._started[id(room)] = room.game
             why_not = self.ratings.started(room)

@@ -151,6 +151,8 @@ class Server:
             if self.ratings is not None:
                 await self.ratings.start(self.hub.bots)
             self.restored = await recover(self.hub, self.store, recorder)
+            if self.ratings is not None:
+                await self.ratings.restore(self.hub.rooms.values())
             if self.restored:
                 log.info("%d games in progress restored from the store", self.restored)
         self._ws = await serve(

@@ -138,7 +138,45 @@ class Ratings:
             return f"not rated: {a.name} and {b.name} played {self.pair_per_day} rated games today"
         times.append(now)
         self.live[id(room)] = (a, b)
+        record = getattr(room, "record", None)
+        if record is not None:  # with the game's first statements: rated after a restart too
+            record.pending.append(
+                (
+                    "UPDATE games SET account0 = ?, account1 = ? WHERE id = ?",
+                    (a.id, b.id, record.id),
+                )
+            )
         return None
+
+    async def restore(self, rooms: Any) -> int:
+        """After ``recover``: the rated games in progress are rated again (their accounts
+        and ratings loaded); returns how many."""
+        by_id = {room.record.id: room for room in rooms if room.record is not None}
+        rows = await self.store.fetch(
+            "SELECT g.id, a.id, a.name, a.kind, a.builtin FROM games g JOIN accounts a "
+            "ON a.id = g.account0 OR a.id = g.account1 "
+            "WHERE g.status = 'playing' AND g.account0 IS NOT NULL"
+        )
+        accounts: dict[str, dict[str, Account]] = {}
+        for game_id, *row in rows:
+            account = self.accounts._held(tuple(row))
+            if not account.ratings:
+                await self.load(account)
+            accounts.setdefault(game_id, {})[account.id] = account
+        found = await self.store.fetch(
+            "SELECT id, account0, account1 FROM games WHERE status = 'playing' "
+            "AND account0 IS NOT NULL"
+        )
+        restored = 0
+        for game_id, a0, a1 in found:
+            room = by_id.get(game_id)
+            held = accounts.get(game_id, {})
+            if room is None or a0 not in held or a1 not in held:
+                continue
+            room.rated = True
+            self.live[id(room)] = (held[a0], held[a1])
+            restored += 1
+        return restored
 
     def finished(self, room: Any, game_id: str, outcome: Any, at_ms: int) -> list[Op]:
         """The game ended: new ratings, as statements for the result's transaction; the

@@ -102,6 +102,9 @@ _V2 = (
         PRIMARY KEY (account_id, game_id)
     )""",
     "CREATE INDEX rated_games_recent ON rated_games (account_id, game, at_ms)",
+    # A rated game in progress: its two accounts, so that it is still rated after a restart.
+    "ALTER TABLE games ADD COLUMN account0 TEXT",
+    "ALTER TABLE games ADD COLUMN account1 TEXT",
 )
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2}

@@ -109,7 +109,8 @@ async def test_a_version_1_database_is_migrated_and_keeps_its_games(open_store, 
     account tables at the next start; nothing of it is lost."""
     store = await open_store()
     await store.execute(
-        [(f"DROP TABLE {t}", ()) for t in ("rated_games", "ratings", "accounts")]
+        [(f"DROP TABLE {t}", ()) for t in ("rated_games", "ratings", "accounts", "games")]
+        + [(sql, ()) for sql in MIGRATIONS[1] if "games" in sql.split("(")[0]]
         + [
             ("UPDATE schema_version SET version = 1", ()),
             (
@@ -131,6 +132,7 @@ async def test_a_version_1_database_is_migrated_and_keeps_its_games(open_store, 
     assert await again.fetch("SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
     assert await again.fetch("SELECT id, code FROM games") == [("00000000000000aa", "ABCDEFGH")]
     assert await again.fetch("SELECT count(*) FROM accounts") == [(0,)]
+    assert await again.fetch("SELECT account0, account1 FROM games") == [(None, None)]
     assert SCHEMA_VERSION == 2 and set(MIGRATIONS) == {1, 2}
 
 
@@ -440,3 +442,37 @@ async def test_quick_match_pairs_close_ratings_first_then_widens(make_harness, t
     h.snap(paired["room"])
     await boris.expect("joined", room=paired["room"])
     del dora
+
+
+async def test_a_rated_game_interrupted_by_a_restart_is_still_rated(make_harness, store_spec):
+    h1 = await make_harness(store=make_store(*store_spec))
+    _, ba = await register(h1.server.port, "Alice")
+    _, bb = await register(h1.server.port, "Bobby")
+    ca, _ = await signed_in(h1, ba["token"], "Alice")
+    cb, _ = await signed_in(h1, bb["token"], "Bobby")
+    code = (await ca.call("create_room", options=SMALL, public=False, rated=True))["room"]
+    await cb.call("join", room=code)
+    h1.snap(code)
+    sessions = [ca.token, cb.token]
+    await h1.server.shutdown(restart=True)
+    for c in (ca, cb):
+        await c.closed(5)
+    h1.clients.clear()
+    h2 = await make_harness(store=make_store(*store_spec))
+    assert h2.server.restored == 1 and h2.server.hub.rooms[code].rated
+    h2.snap(code)
+    back = []
+    for token, session, name in (
+        (ba["token"], sessions[0], "Alice"),
+        (bb["token"], sessions[1], "Bobby"),
+    ):
+        c = await h2.client(name, hello=False)
+        welcome = await c.call("hello", protocol=1, name=name, token=session, account=token)
+        assert welcome["resumed"] and welcome["account"]["name"] == name
+        c.token = welcome["session"]
+        await c.expect("state", room=code)
+        back.append(c)
+    await back[1].call("resign", room=code)
+    h2.snap(code)
+    rating = await back[0].expect("rating", room=code)
+    assert rating["changes"][0]["name"] == "Alice" and rating["changes"][0]["delta"] > 0
