@@ -231,6 +231,8 @@ class PlayerInfo(Message):
     name: str | None
     connected: bool
     bot: str | None = None
+    account: Literal["human", "bot"] | None = None
+    """The kind of account the player signed in as (absent: a guest)."""
 
 
 class RoomInfo(Message):

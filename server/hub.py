@@ -497,7 +497,8 @@ class Hub:
                 player.session.rooms.pop(room.code, None)
 
     def _take_seat(self, peer: Peer, session: Session, room: Room, seat: int | None) -> int:
-        seat = room.seat(Player(session.name, peer=peer, session=session), seat)
+        kind = session.account.kind if session.account is not None else None
+        seat = room.seat(Player(session.name, peer=peer, session=session, account=kind), seat)
         session.rooms[room.code] = room
         return seat
 

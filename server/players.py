@@ -167,12 +167,16 @@ async def _player(accounts: Accounts, ws: ServerConnection, name: str) -> Respon
         )
     ]  # fmt: skip
     history: dict[str, list[list[float]]] = {}
-    for game, at, mu, sigma in await store.fetch(
-        "SELECT game, at_ms, mu_after, sigma_after FROM rated_games WHERE account_id = ? "
-        f"ORDER BY at_ms DESC LIMIT {HISTORY}",
+    rows = await store.fetch(
+        "SELECT game, at_ms, mu_before, sigma_before, mu_after, sigma_after FROM rated_games "
+        f"WHERE account_id = ? ORDER BY at_ms DESC, game_id DESC LIMIT {HISTORY}",
         (account_id,),
-    ):
-        history.setdefault(game, []).insert(0, [int(at), round(float(mu)), round(float(sigma))])
+    )
+    for game, at, mu0, sigma0, mu, sigma in reversed(rows):  # oldest first
+        points = history.setdefault(game, [])
+        if not points:  # where the plot starts: the rating before the first game shown
+            points.append([int(at), round(float(mu0)), round(float(sigma0))])
+        points.append([int(at), round(float(mu)), round(float(sigma))])
     return _json(
         ws, http.HTTPStatus.OK,
         {

@@ -762,6 +762,7 @@ function renderRoom() {
         h("span", { class: `dot${(p ? p.connected : room.view) ? " on" : ""}`, "aria-hidden": "true" }),
         h("strong", {}, p || room.view ? names[s] : "waiting for a player…"),
         s === room.seat ? h("span", { class: "tag" }, "you") : null,
+        p?.account ? h("span", { class: "tag account" }, p.account === "bot" ? "bot account" : "account") : null,
         p?.bot || (!p && room.botLevel && s !== room.seat) ? h("span", { class: "tag" }, `bot: ${p?.bot ?? room.botLevel}`) : null,
         p && !p.connected ? h("span", { class: "tag warn", dataset: { forfeit: String(s) } }, forfeitText(forfeit, now)) : null,
         room.rematch.includes(s) ? h("span", { class: "tag" }, "wants a rematch") : null,

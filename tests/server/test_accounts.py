@@ -244,7 +244,8 @@ async def two_accounts(h, a: str = "Alice", b: str = "Bobby") -> tuple[Client, C
 async def play_rated(h, ca: Client, cb: Client, resign: bool = False) -> tuple[str, dict, dict]:
     reply = await ca.call("create_room", game="stacko", options=SMALL, public=False, rated=True)
     code = reply["room"]
-    assert (await cb.call("join", room=code))["type"] == "joined"
+    joined = await cb.call("join", room=code)
+    assert [p.get("account") for p in joined["info"]["players"]] == ["human", "human"]
     room = h.server.hub.rooms[code]
     h.snap(code)
     while room.game.outcome() is None:
@@ -294,7 +295,7 @@ async def test_a_rated_game_updates_both_ratings_with_its_result(make_harness, s
     assert st["games"] == 1 and st["wins"] + st["draws"] + st["losses"] == 1
     assert prof["recent"][0]["record"] == f"/api/games/{ra['game_id']}"
     assert prof["recent"][0]["page"] == f"/games/{ra['game_id']}"
-    assert prof["history"]["stacko"][0][1] == round(mua)
+    assert [p[1] for p in prof["history"]["stacko"]] == [1500, round(mua)]  # before, after
     status, body = await http(h.server.port, "/api/players/nobody-here")
     assert status == 404 and body["error"]["code"] == "unknown_player"
 

@@ -64,6 +64,7 @@ def test_register_challenge_by_click_rating_leaderboard_and_profile(
     for p in (ann, ben):
         p.page.wait_for_selector("#screen-room:not([hidden])")
         p.wait_board()
+        assert p.page.locator("#players .tag.account").count() == 2  # both marked
     ann.page.click("#resign-btn")
     ann.page.click("#resign-btn")  # armed: a second click confirms
     for p in (ann, ben):
@@ -80,11 +81,9 @@ def test_register_challenge_by_click_rating_leaderboard_and_profile(
     )
     assert names[:2] == ["WebBen", "WebAnn"], names
     ben.page.click("#board-table a:text('WebBen')")
-    ben.page.wait_for_selector(
-        "#profile:not([hidden]) #profile-plot svg polyline", state="attached"
-    )
+    ben.page.wait_for_selector("#profile:not([hidden]) #profile-plot svg polyline")
     assert ben.page.text_content("#profile-name") == "WebBen"
-    assert ben.page.eval_on_selector_all("#profile-plot circle", "c => c.length") == 1
+    assert ben.page.eval_on_selector_all("#profile-plot circle", "c => c.length") == 2
     link = ben.page.get_attribute("#profile-recent a.record", "href") or ""
     assert link.startswith("/games/")
     ben.page.screenshot(path=str(screenshots / "profile.png"))
