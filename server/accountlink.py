@@ -244,6 +244,12 @@ class AccountLink:
             )
         )  # fmt: skip
 
+    def gone(self, session: Any) -> None:
+        """The session's connection went away: its challenges are cancelled (the other side
+        gets ``challenge_over``); those waiting for it may still be answered on its return."""
+        for c in [c for c in self.challenges.values() if c.by is session]:
+            self._over(c, "cancelled")
+
     def _mine(self, session: Any, cid: str) -> PendingChallenge:
         c = self.challenges.get(cid)
         if c is None or session.account is None or session.account.id != c.to.id:

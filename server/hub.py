@@ -292,6 +292,8 @@ class Hub:
             return  # never said hello, or already replaced by a newer connection
         session.peer = None
         self._detach(session)
+        if self.accounts is not None:
+            self.accounts.gone(session)
         session.expiry = self.clock.call_at(
             self.clock.time() + self.config.reconnect_grace_s, lambda: self._expire(session)
         )

@@ -386,6 +386,11 @@ async def test_challenges_accepted_declined_and_timed_out(make_harness, store_sp
     guest = await h.client("guest")
     wrong = await guest.call("accept_challenge", challenge=sent["challenge"])
     assert wrong["code"] == "unknown_challenge"
+    # The challenger goes away: the challenge is cancelled.
+    await cb.expect("challenged", challenge=sent["challenge"])
+    await ca.close()
+    over = await cb.expect("challenge_over", challenge=sent["challenge"])
+    assert over["reason"] == "cancelled"
 
 
 # -- matchmaking by strength ---------------------------------------------------------------

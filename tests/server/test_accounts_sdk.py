@@ -178,3 +178,33 @@ async def test_the_commands_register_and_play_a_rated_challenge(server):
     assert status == 0, text
     assert "challenged CmdBot" in text and "rating: CmdHuman 1500 -> " in text, text
     assert "signed in as the account CmdBot" in bot_out.getvalue()
+
+
+async def test_the_terminal_client_prompts_for_a_challenge(server):
+    import io
+
+    from clients import cli
+
+    human = await asyncio.to_thread(register, server.url, "Prompted", "human")
+    bot = await asyncio.to_thread(register, server.url, "Asker", "bot")
+    out = io.StringIO()
+    lines: asyncio.Queue[str | None] = asyncio.Queue()
+    args = [server.url, "--account", human["token"], "--wait-challenges"]
+    waiting = asyncio.create_task(cli.amain(args, out, lines))
+    for _ in range(1000):  # poll: signed in (no hook to wait on); fails after 20 s
+        if "waiting for challenges" in out.getvalue():
+            break
+        await asyncio.sleep(0.02)
+    async with BotRunner(first_legal, server.url, account=bot["token"]) as runner:
+        asking = asyncio.create_task(runner.challenge("prompted", rated=True))
+        for _ in range(1000):
+            if "y accepts, n declines" in out.getvalue():
+                break
+            await asyncio.sleep(0.02)
+        assert "Asker challenges you to a game of stacko (rated)" in out.getvalue()
+        await lines.put("n")
+        with pytest.raises(ChallengeRefused, match="declined"):
+            await asyncio.wait_for(asking, 20)
+    await lines.put("q")
+    assert await asyncio.wait_for(waiting, 20) == 0
+    assert "declined" in out.getvalue()
