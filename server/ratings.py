@@ -137,6 +137,8 @@ class Ratings:
         if len(times) >= self.pair_per_day:
             return f"not rated: {a.name} and {b.name} played {self.pair_per_day} rated games today"
         times.append(now)
+        if len(self._pairs) > 10_000:  # forget pairs with no rated game in the last 24 h
+            self._pairs = {k: v for k, v in self._pairs.items() if v and v[-1] >= now - 86_400}
         self.live[id(room)] = (a, b)
         record = getattr(room, "record", None)
         if record is not None:  # with the game's first statements: rated after a restart too

@@ -14,6 +14,7 @@ import pytest
 from clients.sdk import BotRunner, ChallengeRefused, ServerError, State, register
 from server.app import Server
 from server.config import ServerConfig
+from server.ratings import Rating, rate
 from server.store import make_store
 
 FAST = {"rate_per_second": 1000.0, "burst": 2000, "bot_workers": 0}
@@ -60,14 +61,15 @@ async def test_rated_quick_match_between_two_sdk_bots_updates_both_and_the_board
         }
         async with asyncio.timeout(120):
             [res_a], [res_b] = await asyncio.gather(ra.quick_match(), rb.quick_match())
-    assert res_a.outcome != res_b.outcome or res_a.outcome == "drew"
+    assert res_a.outcome != res_b.outcome or res_a.outcome == "draw"
     await server.store.flush()
     board = await get(server, "/api/leaderboard?game=stacko")
     rows = {p["name"]: p for p in board["players"]}
     assert rows["AlphaBot"]["games"] == 1 and rows["BetaBot"]["games"] == 1
     assert rows["AlphaBot"]["kind"] == "bot" and rows["AlphaBot"]["provisional"]
-    if res_a.outcome == "won":
-        assert rows["AlphaBot"]["rating"] > 1500 > rows["BetaBot"]["rating"]
+    score = {"won": 1.0, "draw": 0.5, "lost": 0.0}[res_a.outcome]
+    (mu_a, _), (mu_b, _) = rate(Rating(), Rating(), score)  # the library's numbers
+    assert (rows["AlphaBot"]["rating"], rows["BetaBot"]["rating"]) == (round(mu_a), round(mu_b))
     profile = await get(server, "/api/players/BetaBot")
     assert profile["recent"][0]["opponent"] == "AlphaBot"
 
