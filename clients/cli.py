@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from clients.client import (
+from stacko.clients.client import (
     Disconnected,
     Frame,
     ServerError,
@@ -40,7 +40,7 @@ from clients.client import (
     register,
     websocket_url,
 )
-from clients.render import (
+from stacko.clients.render import (
     describe_result,
     describe_stakko_moves,
     player_name,

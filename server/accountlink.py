@@ -25,15 +25,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.errors import InvalidOptionsError
-from engine.games import GAMES
-from protocol import frames, messages
-from protocol.errors import ErrorCode, ProtocolError
-from protocol.games import CODECS
-from server import matchmaking
-from server.accounts import Account, Accounts, normalize
-from server.clock import Timer
-from server.ratings import Ratings
+from stacko.engine.errors import InvalidOptionsError
+from stacko.engine.games import GAMES
+from stacko.protocol import frames, messages
+from stacko.protocol.errors import ErrorCode, ProtocolError
+from stacko.protocol.games import CODECS
+from stacko.server import matchmaking
+from stacko.server.accounts import Account, Accounts, normalize
+from stacko.server.clock import Timer
+from stacko.server.ratings import Ratings
 
 log = logging.getLogger("stacko.accounts")
 

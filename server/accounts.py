@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.store.base import Op, Store
+from stacko.server.store.base import Op, Store
 
 NAME_MIN = 3
 NAME_MAX = 20

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from server.ratings import MU
+from stacko.server.ratings import MU
 
 BASE = 100.0
 GROWTH = 20.0

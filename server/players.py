@@ -20,11 +20,11 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from websockets.asyncio.server import ServerConnection
 from websockets.http11 import Request, Response
 
-from engine.games import GAMES
-from server.accounts import AccountError, Accounts
-from server.hub import address_key
-from server.ratings import PROVISIONAL_GAMES, Rating, wire_rating
-from server.records import BadRequest, _error, _json, iso
+from stacko.engine.games import GAMES
+from stacko.server.accounts import AccountError, Accounts
+from stacko.server.hub import address_key
+from stacko.server.ratings import PROVISIONAL_GAMES, Rating, wire_rating
+from stacko.server.records import BadRequest, _error, _json, iso
 
 PREFIXES = ("/api/accounts", "/api/leaderboard", "/api/players/")
 MAX_LIMIT = 100

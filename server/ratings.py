@@ -30,9 +30,9 @@ from typing import Any
 
 from openskill.models import PlackettLuce
 
-from protocol import frames
-from server.accounts import Account, Accounts
-from server.store.base import Op, Store
+from stacko.protocol import frames
+from stacko.server.accounts import Account, Accounts
+from stacko.server.store.base import Op, Store
 
 MU = 1500.0
 SIGMA = 500.0

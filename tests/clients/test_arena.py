@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from clients.arena import (
+from stacko.clients.arena import (
     LOCAL,
     ArenaResult,
     DuplicateRandom,
@@ -23,9 +23,9 @@ from clients.arena import (
     run_live_arena,
     solitaire_turns,
 )
-from engine.stacko import Stacko
-from server.app import Server
-from server.config import ServerConfig
+from stacko.engine.stacko import Stacko
+from stacko.server.app import Server
+from stacko.server.config import ServerConfig
 
 BOTS = [Entrant("stacko", level) for level in ("easy", "medium", "strong")]
 
@@ -277,7 +277,7 @@ def test_the_arena_rates_an_authors_bot_beside_the_built_in_levels(
 ) -> None:
     """``--bot MODULE:NAME``: a bot class from the author's own module, in the same duplicate
     deals and report as the built-in levels."""
-    from clients.bots import registry
+    from stacko.clients.bots import registry
 
     (tmp_path / "arena_author_bot.py").write_text(
         "from clients.bots.base import BaseBot\n\n\n"

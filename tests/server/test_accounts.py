@@ -14,10 +14,10 @@ import pytest
 from openskill.models import PlackettLuce
 from stacko_wire import Client
 
-from server.accounts import TOKEN_PREFIX, name_problem, new_token, normalize, skeleton
-from server.ratings import MODEL, Rating, rate
-from server.store import make_store
-from server.store.schema import MIGRATIONS, SCHEMA_VERSION
+from stacko.server.accounts import TOKEN_PREFIX, name_problem, new_token, normalize, skeleton
+from stacko.server.ratings import MODEL, Rating, rate
+from stacko.server.store import make_store
+from stacko.server.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 SMALL = {"tower": 3, "bricks": 8, "rounds": 2, "turn_cap": 6}
 
@@ -397,7 +397,7 @@ async def test_challenges_accepted_declined_and_timed_out(make_harness, store_sp
 
 
 def test_the_window_widens_with_waiting_and_everyone_is_paired_in_bounded_time():
-    from server import matchmaking as mm
+    from stacko.server import matchmaking as mm
 
     assert mm.window(0) == mm.BASE and mm.window(5) == mm.BASE + 5 * mm.GROWTH
     assert mm.window(mm.MAX_WAIT_S) == float("inf")

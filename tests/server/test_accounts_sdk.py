@@ -11,11 +11,11 @@ from typing import Any
 import orjson
 import pytest
 
-from clients.sdk import BotRunner, ChallengeRefused, ServerError, State, register
-from server.app import Server
-from server.config import ServerConfig
-from server.ratings import Rating, rate
-from server.store import make_store
+from stacko.clients.sdk import BotRunner, ChallengeRefused, ServerError, State, register
+from stacko.server.app import Server
+from stacko.server.config import ServerConfig
+from stacko.server.ratings import Rating, rate
+from stacko.server.store import make_store
 
 FAST = {"rate_per_second": 1000.0, "burst": 2000, "bot_workers": 0}
 SMALL = {"bricks": 12, "tower": 4, "rounds": 1}
@@ -106,7 +106,7 @@ async def test_a_bot_online_accepts_challenges_and_another_declines(server):
 
 
 async def test_built_in_bots_have_accounts_and_ratings(store_spec):
-    from clients.bots.registry import available, make_bot
+    from stacko.clients.bots.registry import available, make_bot
 
     srv = Server(
         ServerConfig(host="127.0.0.1", port=0, **FAST),  # type: ignore[arg-type]
@@ -141,7 +141,7 @@ async def test_the_commands_register_and_play_a_rated_challenge(server):
     import io
     import re
 
-    from clients import botcli, cli
+    from stacko.clients import botcli, cli
 
     out = io.StringIO()
     assert await botcli.amain([server.url, "--register", "CmdBot"], out) == 0
@@ -185,7 +185,7 @@ async def test_the_commands_register_and_play_a_rated_challenge(server):
 async def test_the_terminal_client_prompts_for_a_challenge(server):
     import io
 
-    from clients import cli
+    from stacko.clients import cli
 
     human = await asyncio.to_thread(register, server.url, "Prompted", "human")
     bot = await asyncio.to_thread(register, server.url, "Asker", "bot")

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from server.app import Server, ServerConfig
+from stacko.server.app import Server, ServerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
@@ -88,7 +88,7 @@ class ServerThread:
         self._stop = asyncio.Event()
         store = None
         if self.data_dir is not None:
-            from server.store import make_store
+            from stacko.server.store import make_store
 
             store = make_store("sqlite", self.data_dir)
         async with Server(self.config, rng_factory=self.rng_factory, store=store) as server:

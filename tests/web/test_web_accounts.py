@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from server.app import ServerConfig
+from stacko.server.app import ServerConfig
 from tests.web.conftest import ServerThread
 
 
