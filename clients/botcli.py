@@ -4,6 +4,8 @@
     stacko-bot ws://HOST:PORT --game stakko --level search --create --private
     stacko-bot --join K7QJ2MXP --level medium --seed 7
     stacko-bot --create --bot easy --games 5               # against the server's easy bot
+    stacko-bot --register MyBot                            # an account: prints its token
+    stacko-bot --account TOKEN --accept-challenges         # online, playing every challenge
 
 Any level of ``bots.registry`` plays (``--help`` lists them); ``clients.sdk`` does the
 protocol. One line per finished game, then a summary; ``--help`` says the rest.
@@ -13,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from stacko.bots.registry import available
 from stacko.clients.cli import parse_option
-from stacko.clients.client import Disconnected, ServerError
+from stacko.clients.client import Disconnected, ServerError, register
 from stacko.clients.sdk import BotError, BotRunner, BuiltinBot, ConnectionLost, GameResult
 
 DEFAULT_URL = "ws://127.0.0.1:8765"
@@ -44,6 +47,15 @@ modes:
                   creates a room where the server's built-in bot of LEVEL takes the other
                   seat: the game starts at once (the same levels as above)
   With --create or --join, --games N plays rematches in the same room (seats swap).
+  --register NAME registers a bot account (3-20 letters, digits, _ - .) and prints its
+                  token, once: keep it secret
+  --accept-challenges
+                  stays online (needs --account) and plays every challenge it gets; with
+                  --games N it stops after N games, else it runs until stopped
+
+accounts: --account TOKEN (or STACKO_ACCOUNT=TOKEN) signs in as a registered account: quick
+matches against other accounts are rated, and people can find it on the leaderboard and
+challenge it.
 
 output: one line per finished game, e.g.
   game 1: won 50:5 (completed) as seat 0, stacko room K7QJ2MXP, 31 plies
@@ -81,7 +93,19 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--quick-match", action="store_true", help="let the server find opponents")
     mode.add_argument("--create", action="store_true", help="create a room and print its code")
     mode.add_argument("--join", metavar="CODE", help="join the room with this code")
-    p.add_argument("--games", type=int, default=1, metavar="N", help="games to play (default 1)")
+    mode.add_argument("--register", metavar="NAME", help="register a bot account; print its token")
+    mode.add_argument(
+        "--accept-challenges", action="store_true",
+        help="stay online (with --account) and play every challenge",
+    )  # fmt: skip
+    p.add_argument(
+        "--account", metavar="TOKEN", default=os.environ.get("STACKO_ACCOUNT"),
+        help="sign in as this account (default: $STACKO_ACCOUNT)",
+    )  # fmt: skip
+    p.add_argument(
+        "--games", type=int, default=None, metavar="N",
+        help="games to play (default 1; with --accept-challenges: no limit)",
+    )  # fmt: skip
     p.add_argument("--seed", type=int, metavar="N", help="seed of the bot's random choices")
     p.add_argument("--name", help="the bot's name in the room (default: LEVEL-bot)")
     p.add_argument(
@@ -110,8 +134,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--option, --private and --bot go with --create")
     if args.bot is not None and args.bot not in levels:
         parser.error(f"--bot {args.bot} is not a {args.game} bot (levels: {', '.join(levels)})")
-    if args.games < 1:
+    if args.games is None:
+        args.games = 0 if args.accept_challenges else 1
+    elif args.games < 1:
         parser.error("--games must be at least 1")
+    if args.accept_challenges and not args.account:
+        parser.error("--accept-challenges needs --account TOKEN (register with --register NAME)")
     if args.name is None:
         args.name = f"{args.level}-bot"
     if not 1 <= len(args.name) <= 32:
@@ -143,16 +171,21 @@ async def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if not args.quiet:
             say(f"game {done}: {result}")
 
+    if args.register:
+        return await _register(args, say)
     bot = BuiltinBot(args.game, args.level, seed=args.seed)
     runner = BotRunner(
         bot, args.url, name=args.name, on_result=on_result,
-        on_status=None if args.quiet else say,
+        on_status=None if args.quiet else say, account=args.account,
+        accept_challenges=args.accept_challenges,
     )  # fmt: skip
     try:
         welcome = await runner.connect()
     except Exception as exc:  # refused, unreachable, not a WebSocket server, a bad URL ...
         say(f"error: cannot connect to {args.url}: {exc}")
         return 2
+    if args.account and "account" in welcome:
+        say(f"signed in as the account {welcome['account']['name']}")
     if not args.quiet:
         say(f"connected to {welcome['server']} as {welcome['name']} ({bot.name})")
     try:
@@ -163,6 +196,8 @@ async def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 args.game, options=dict(args.option), public=not args.private,
                 games=args.games, on_room=lambda code: say(f"room: {code}"), bot=args.bot,
             )  # fmt: skip
+        elif args.accept_challenges:
+            results = await runner.serve_challenges(args.games)
         else:
             results = await runner.quick_match(args.game, games=args.games)
     except ServerError as exc:
@@ -178,6 +213,25 @@ async def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         await runner.close()
     say(summary(args.level, results))
     return 0 if len(results) == args.games else 1
+
+
+async def _register(args: argparse.Namespace, say: Callable[[str], None]) -> int:
+    try:
+        made = await asyncio.to_thread(register, args.url, args.register, "bot")
+    except ServerError as exc:
+        say(f"error: {exc.message} ({exc.code})")
+        return 2
+    except OSError as exc:
+        say(f"error: cannot reach {args.url}: {exc}")
+        return 2
+    token = made["token"]
+    say(f"registered the bot account {made['name']}")
+    say(f"token: {token}")
+    say("Keep the token secret: it is shown only now. Use it with")
+    say(f"  stacko-bot {args.url} --account {token} --accept-challenges")
+    say(f"  stacko-bot {args.url} --account {token} --quick-match   (rated games)")
+    say("or export STACKO_ACCOUNT=<token>; in the SDK: run(bot, url, account=token).")
+    return 0
 
 
 async def amain(argv: Sequence[str], out: TextIO | None = None) -> int:

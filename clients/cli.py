@@ -7,6 +7,9 @@ or let it play random moves.
     stacko-client --create --game stakko --bot search   # against a built-in bot
     stacko-client ws://HOST:PORT --quick-match --auto   # random legal moves, unattended
     stacko-client --replay GAME_ID              # a finished game, move by move
+    stacko-client --register Ann                # an account: prints its token, once
+    stacko-client --account TOKEN --challenge strongbot9 --rated   # a rated game with a bot
+    stacko-client --account TOKEN --wait-challenges               # online, answer challenges
 
 Built on ``clients.client`` (the wire) and ``clients.render`` (the board); ``--help`` says it all.
 """
@@ -17,6 +20,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import random
 import re
 import sys
@@ -28,7 +32,14 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from stacko.clients.client import Disconnected, Frame, ServerError, StackoClient, websocket_url
+from stacko.clients.client import (
+    Disconnected,
+    Frame,
+    ServerError,
+    StackoClient,
+    register,
+    websocket_url,
+)
 from stacko.clients.render import (
     describe_result,
     describe_stakko_moves,
@@ -254,6 +265,22 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument(
         "--replay", metavar="GAME_ID", help="print a finished game move by move and exit"
     )
+    mode.add_argument("--register", metavar="NAME", help="register an account; print its token")
+    mode.add_argument(
+        "--challenge", metavar="NAME", help="challenge the account NAME (online) to a game"
+    )
+    mode.add_argument(
+        "--wait-challenges", action="store_true",
+        help="stay online and answer challenges (y accepts, n declines; --auto accepts)",
+    )  # fmt: skip
+    p.add_argument(
+        "--account", metavar="TOKEN", default=os.environ.get("STACKO_ACCOUNT"),
+        help="sign in as this account (default: $STACKO_ACCOUNT): rated games, challenges",
+    )  # fmt: skip
+    p.add_argument(
+        "--rated", action="store_true",
+        help="with --create or --challenge: rate the game (both players need an account)",
+    )  # fmt: skip
     p.add_argument(
         "--game", choices=GAMES,
         help="with --create or --quick-match: the game, stacko (default) or stakko; "
@@ -294,8 +321,12 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if (args.private or args.option or args.bot) and not args.create:
-        parser.error("--private, --option and --bot go with --create")
+    if (args.private or args.bot) and not args.create:
+        parser.error("--private and --bot go with --create")
+    if args.option and not (args.create or args.challenge):
+        parser.error("--option goes with --create or --challenge")
+    if args.rated and not (args.create or args.challenge):
+        parser.error("--rated goes with --create or --challenge")
     if args.spectate and not args.join:
         parser.error("--spectate goes with --join")
     if args.game is not None and args.join:
@@ -348,7 +379,11 @@ class Player:
         self.opponent_left = False
         self.input_ended = False
         self.confirming: str | None = None
-        """``"quit"``, ``"resign"`` or ``"eof"``: asked to confirm leaving or resigning."""
+        """``"quit"``, ``"resign"`` or ``"eof"``: asked to confirm leaving or resigning;
+        ``"challenge"``: asked whether to accept ``challenge``."""
+        self.challenge: Frame | None = None
+        """The last ``challenged`` frame not answered yet."""
+        self.sent_challenge: str | None = None
         self.done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         encoding = (getattr(out, "encoding", None) or "").lower()
         self.ascii = args.ascii or not encoding.startswith("utf")
@@ -427,6 +462,15 @@ class Player:
                 self.note(f"others join with: stacko-client {c.url} --join {joined['room']}")
         elif a.join:
             await c.join(a.join, "spectator" if a.spectate else "player")
+        elif a.challenge:
+            sent = await c.request(
+                {"type": "challenge", "to": a.challenge, "game": a.game,
+                 "options": dict(a.option), "rated": a.rated}
+            )  # fmt: skip
+            self.sent_challenge = sent["challenge"]
+            self.note(f"challenged {sent['to']}; waiting for an answer")
+        elif a.wait_challenges:
+            self.note(f"online as {self.client.name}: waiting for challenges")
         else:
             await self._queue()
 
@@ -491,6 +535,47 @@ class Player:
                     self.say("no rematch: the opponent has left the room; q quits")
         elif kind == "error":
             self.on_error(frame)
+        elif kind in ("challenged", "challenge_over", "rating"):
+            await self.on_account_frame(frame)
+
+    async def on_account_frame(self, frame: Frame) -> None:
+        """Challenges (a prompt; ``--auto`` accepts) and rating changes."""
+        kind = frame["type"]
+        if kind == "rating":
+            self.note(
+                "rating: " + ", ".join(
+                    f"{c['name']} {c['before']} -> {c['after']} ({c['delta']:+d})"
+                    + (" provisional" if c["provisional"] else "")
+                    for c in frame["changes"]
+                )
+            )  # fmt: skip
+        elif kind == "challenged":
+            rated = "rated" if frame["rated"] else "unrated"
+            if self.args.auto:
+                self.note(f"{frame['name']} challenges you ({frame['game']}, {rated}): accepting")
+                await self.answer_challenge(frame, True)
+                return
+            self.challenge, self.confirming = frame, "challenge"
+            self.say(
+                f"{frame['name']} challenges you to a game of {frame['game']} ({rated}): "
+                "y accepts, n declines"
+            )
+        elif frame["challenge"] == self.sent_challenge:
+            self.finish(1, f"the challenge was {frame['reason']}")
+        elif self.challenge is not None and frame["challenge"] == self.challenge["challenge"]:
+            self.challenge = None
+            self.confirming = None if self.confirming == "challenge" else self.confirming
+            self.say(f"the challenge {frame['reason']}")
+
+    async def answer_challenge(self, frame: Frame, accept: bool) -> None:
+        kind = "accept_challenge" if accept else "decline_challenge"
+        try:
+            await self.client.request({"type": kind, "challenge": frame["challenge"]})
+        except ServerError as exc:
+            self.say(f"refused: {exc.message} ({exc.code})")
+            return
+        if not accept:
+            self.say("declined")
 
     def take_names(self, info: Frame) -> None:
         for p in info.get("players", []):
@@ -643,6 +728,10 @@ class Player:
         """The answer to a confirmation; True when the line is used up by it."""
         asked, self.confirming = self.confirming, None
         answer = line.strip().lower()
+        if asked == "challenge" and self.challenge is not None:
+            frame, self.challenge = self.challenge, None
+            await self.answer_challenge(frame, answer in ("y", "yes", "a", "accept"))
+            return True
         again = {"quit": ("q", "quit", "exit"), "resign": ("r", "resign")}.get(asked or "", ())
         if answer in ("y", "yes", *again) and self.playing:
             if asked == "resign":
@@ -776,7 +865,9 @@ async def run(
     out = out or sys.stdout
     if args.replay is not None:
         return await replay(args, out)
-    client = StackoClient(args.url, args.name)
+    if args.register is not None:
+        return await register_account(args, out)
+    client = StackoClient(args.url, args.name, account=args.account)
     try:
         welcome = await client.connect()
     except Exception as exc:  # refused, unreachable, not a WebSocket server, invalid URI, ...
@@ -792,6 +883,26 @@ async def run(
         return await player.run(lines)
     finally:
         await player.client.close()
+
+
+async def register_account(args: argparse.Namespace, out: TextIO) -> int:
+    """``--register NAME``: a human account; its token is printed once."""
+    try:
+        made = await asyncio.to_thread(register, args.url, args.register, "human")
+    except ServerError as exc:
+        out.write(f"error: {exc.message} ({exc.code})\n")
+        return 2
+    except OSError as exc:
+        out.write(f"error: cannot reach {http_base(args.url)}: {exc}\n")
+        return 2
+    token = made["token"]
+    out.write(
+        f"registered the account {made['name']}\ntoken: {token}\n"
+        "Keep the token secret: it is shown only now. Sign in with it:\n"
+        f"  stacko-client {args.url} --account {token} --quick-match   (rated games)\n"
+        "or export STACKO_ACCOUNT=<token>.\n"
+    )
+    return 0
 
 
 # -- replays ------------------------------------------------------------------------------------

@@ -47,6 +47,35 @@ def websocket_url(url: str) -> str:
     return {"http": "ws", "https": "wss"}.get(lower, lower) + "://" + rest
 
 
+def http_url(url: str) -> str:
+    """The HTTP address of a server given by its WebSocket one (``ws://`` -> ``http://``)."""
+    ws = websocket_url(url)
+    scheme, _, rest = ws.partition("://")
+    return ("https" if scheme == "wss" else "http") + "://" + rest.split("/", 1)[0]
+
+
+def register(url: str, name: str, kind: str = "bot", *, timeout: float = 10.0) -> Frame:
+    """Register an account (PROTOCOL.md "Accounts"): ``{"name", "kind", "token"}``. The token
+    is shown only now: keep it secret. Raises ``ServerError`` with the server's code
+    (``name_taken``, ``reserved_name``, ``too_many_registrations`` ...)."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    query = urllib.parse.urlencode({"name": name, "kind": kind})
+    req = urllib.request.Request(f"{http_url(url)}/api/accounts?{query}", method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as answer:
+            body: Frame = orjson.loads(answer.read())
+            return body
+    except urllib.error.HTTPError as exc:
+        try:
+            error = orjson.loads(exc.read())["error"]
+        except Exception:
+            error = {"code": "http_error", "message": f"HTTP {exc.code}"}
+        raise ServerError({**error, "fatal": False}) from None
+
+
 class ServerError(Exception):
     """The server refused a request: an ``error`` frame (PROTOCOL.md "Errors").
 
@@ -73,9 +102,17 @@ class StackoClient:
     """One connection and session. ``connect`` (or ``async with``) before anything else."""
 
     def __init__(
-        self, url: str, name: str = "player", *, token: str | None = None, timeout: float = 10.0
+        self,
+        url: str,
+        name: str = "player",
+        *,
+        token: str | None = None,
+        timeout: float = 10.0,
+        account: str | None = None,
     ) -> None:
         self.url, self.name, self.timeout = websocket_url(url), name, timeout
+        self.account = account
+        """An account's API token (``register``): the hello signs in as that account."""
         self.session: str | None = token
         """The session token; keep it secret, pass it as ``token=`` to come back."""
         self.welcome: Frame | None = None
@@ -102,6 +139,8 @@ class StackoClient:
         hello: Frame = {"type": "hello", "protocol": PROTOCOL, "name": self.name}
         if self.session is not None:
             hello["token"] = self.session
+        if self.account is not None:
+            hello["account"] = self.account
         welcome = await self.request(hello)
         self.welcome, self.session = welcome, welcome["session"]
         limits = welcome.get("limits", {})
@@ -124,7 +163,10 @@ class StackoClient:
         loop = asyncio.get_running_loop()
         give_up, delay = loop.time() + give_up_after, 0.05
         while True:
-            client = StackoClient(self.url, self.name, token=self.session, timeout=self.timeout)
+            client = StackoClient(
+                self.url, self.name, token=self.session, timeout=self.timeout,
+                account=self.account,
+            )  # fmt: skip
             try:
                 await client.connect()
                 return client

@@ -54,7 +54,14 @@ from typing import Any, TypeVar
 
 from stacko.bots.base import checked_choice, observe_view
 from stacko.bots.registry import make_bot
-from stacko.clients.client import Disconnected, Frame, ServerError, StackoClient, websocket_url
+from stacko.clients.client import (  # noqa: F401  (register: part of the SDK)
+    Disconnected,
+    Frame,
+    ServerError,
+    StackoClient,
+    register,
+    websocket_url,
+)
 from stacko.clients.wire_views import move_to_wire, options_from_info, view_from_wire
 
 log = logging.getLogger("stacko.sdk")
@@ -74,6 +81,11 @@ T = TypeVar("T")
 class BotError(Exception):
     """The bot failed: ``choose`` raised, or returned a move that is not in ``legal``. The SDK
     stops that game's runner rather than guess (the seat stays held; its clock runs on)."""
+
+
+class ChallengeRefused(Exception):
+    """A challenge ended without a game; ``str()`` is the reason (``declined``, ``expired``,
+    ``cancelled``)."""
 
 
 class ConnectionLost(Exception):
@@ -400,8 +412,22 @@ class BotRunner:
         on_result: Callable[[GameResult], None] | None = None,
         timeout: float = 10.0,
         on_status: Callable[[str], None] | None = None,
+        account: str | None = None,
+        accept_challenges: bool = False,
+        on_challenge: Callable[[Frame], bool] | None = None,
     ) -> None:
         self.bot = as_bot(bot)
+        self.account = account
+        """An account token (``register``): games against other accounts are rated."""
+        self.accept_challenges = accept_challenges
+        self.on_challenge = on_challenge
+        """Called with each ``challenged`` frame; True accepts, False declines (default:
+        ``accept_challenges``)."""
+        self.challenge_results: asyncio.Queue[GameResult | BaseException] = asyncio.Queue()
+        self._challenge_tasks: set[asyncio.Task[None]] = set()
+        self._challenging: asyncio.Future[str] | None = None
+        self._challenge_id: str | None = None
+        self._challenge_lock = asyncio.Lock()
         self.url, self.name, self.timeout = websocket_url(url), name, timeout
         self.margin, self.threaded, self.reconnect = margin, threaded, reconnect
         self.on_result = on_result
@@ -431,7 +457,7 @@ class BotRunner:
     async def connect(self) -> Frame:
         """Connect and say hello; returns the ``welcome`` frame. Raises ``OSError``,
         ``TimeoutError``, ``ServerError`` (a fatal error frame) or a ``websockets`` error."""
-        client = StackoClient(self.url, self.name, timeout=self.timeout)
+        client = StackoClient(self.url, self.name, timeout=self.timeout, account=self.account)
         try:
             self.welcome = await client.connect()
         except BaseException:
@@ -453,6 +479,7 @@ class BotRunner:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._dispatcher
         tasks = [room.task for room in self._rooms.values() if room.task is not None]
+        tasks += list(self._challenge_tasks)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -627,6 +654,14 @@ class BotRunner:
         if kind == "joined" and frame.get("role") == "player" and isinstance(code, str):
             self._on_joined(code, frame)
             return
+        if kind == "challenged":
+            self._on_challenged(frame)
+            return
+        if kind == "challenge_over" and frame.get("challenge") == self._challenge_id:
+            waiting = self._challenging
+            if waiting is not None and not waiting.done():
+                waiting.set_exception(ChallengeRefused(str(frame.get("reason"))))
+            return
         room = self._rooms.get(code) if isinstance(code, str) else None
         if room is None:
             if kind == "error" and frame.get("fatal"):
@@ -653,10 +688,83 @@ class BotRunner:
                 and (rid is None or rid in self._pairing_ids)
             ):
                 pairing.set_result(code)
+            elif rid is None and self._challenging is not None and not self._challenging.done():
+                self._challenging.set_result(code)  # our challenge was accepted
             waiter = self._room_waiters.pop(code, None)
             if waiter is not None and not waiter.done():
                 waiter.set_result(room)
         room.inbox.put_nowait((time.monotonic(), frame))
+
+    # -- challenges -------------------------------------------------------------------------
+
+    def _on_challenged(self, frame: Frame) -> None:
+        decide = self.on_challenge
+        accept = self.accept_challenges if decide is None else bool(decide(frame))
+        task = asyncio.create_task(self._answer(frame, accept), name="sdk-challenge")
+        self._challenge_tasks.add(task)
+        task.add_done_callback(self._challenge_tasks.discard)
+
+    async def _answer(self, frame: Frame, accept: bool) -> None:
+        who = frame.get("name")
+        kind = "accept_challenge" if accept else "decline_challenge"
+        try:
+            client = await self._client()
+            answer = await client.request({"type": kind, "challenge": frame["challenge"]})
+        except (ServerError, Disconnected) as exc:
+            self._status(f"the challenge from {who} could not be answered: {exc}")
+            return
+        if not accept:
+            self._status(f"declined a challenge from {who}")
+            return
+        code = str(answer["room"])
+        self._status(f"accepted a challenge from {who}: room {code}")
+        try:
+            for result in await self.play_room(code):
+                self.challenge_results.put_nowait(result)
+        except Exception as exc:
+            self.challenge_results.put_nowait(exc)
+
+    async def challenge(
+        self,
+        to: str,
+        game: str = "stacko",
+        *,
+        options: dict[str, Any] | None = None,
+        rated: bool = False,
+    ) -> list[GameResult]:
+        """Challenge the account ``to`` and play the game if it accepts; raises
+        ``ChallengeRefused`` (``declined``, ``expired``) or ``ServerError`` (``not_online``)."""
+        async with self._challenge_lock:
+            self._challenging = asyncio.get_running_loop().create_future()
+            try:
+                client = await self._client()
+                sent = await client.request(
+                    {"type": "challenge", "to": to, "game": game, "options": options or {},
+                     "rated": rated}
+                )  # fmt: skip
+                self._challenge_id = str(sent["challenge"])
+                self._status(f"challenged {sent['to']}; waiting for an answer")
+                code = await self._challenging
+            finally:
+                self._challenging = None
+                self._challenge_id = None
+        return await self.play_room(code)
+
+    async def serve_challenges(self, games: int = 0) -> list[GameResult]:
+        """Stay online and play the challenges ``accept_challenges`` (or ``on_challenge``)
+        takes: returns after ``games`` of them (0: never; cancel the task to stop)."""
+        if self.on_challenge is None and not self.accept_challenges:
+            raise ValueError("serve_challenges needs accept_challenges=True or on_challenge")
+        name = (self.welcome or {}).get("name", self.name)
+        self._status(f"online as {name}, waiting for challenges")
+        results: list[GameResult] = []
+        while games <= 0 or len(results) < games:
+            got = await self.challenge_results.get()
+            if isinstance(got, BaseException):
+                log.warning("a challenge game failed: %s", got)
+                continue
+            results.append(got)
+        return results
 
     # -- reconnection -----------------------------------------------------------------------
 
@@ -923,18 +1031,26 @@ async def play(
     on_status: Callable[[str], None] | None = None,
     margin: float | None = None,
     threaded: bool = True,
+    account: str | None = None,
+    accept_challenges: bool = False,
+    on_challenge: Callable[[Frame], bool] | None = None,
 ) -> list[GameResult]:
     """Connect, play ``games`` games and return their results: in room ``join``, in a room
     of its own (``create``, whose code goes to ``on_room``), against a built-in bot
     (``bot="strong"``: a room of its own where that bot takes the other seat), or by
     quick match (default). ``on_status`` hears what it waits for ("waiting for an
-    opponent ...")."""
+    opponent ..."). ``account``: an account token (``clients.client.register``), so games
+    against other accounts are rated. ``accept_challenges=True`` (or ``on_challenge``)
+    stays online playing the challenges it accepts: ``games`` of them (0: until stopped)."""
     if bot is not None and join is not None:
         raise ValueError("bot= creates a room with a built-in bot; it cannot go with join=")
     async with BotRunner(
         player, url, name=name, margin=margin, threaded=threaded, on_result=on_result,
-        on_status=on_status,
+        on_status=on_status, account=account, accept_challenges=accept_challenges,
+        on_challenge=on_challenge,
     ) as runner:  # fmt: skip
+        if accept_challenges or on_challenge is not None:
+            return await runner.serve_challenges(games)
         if join is not None:
             return await runner.join(join, games=games)
         if create or bot is not None:

@@ -35,6 +35,8 @@ class ErrorCode(enum.Enum):
     SERVER_BUSY = "server_busy"
     BAD_NAME = "bad_name"
     TOO_MANY_HELLOS = "too_many_hellos"
+    BAD_ACCOUNT = "bad_account"
+    NO_ACCOUNTS = "no_accounts"
     # rooms
     UNKNOWN_GAME = "unknown_game"
     BAD_OPTIONS = "bad_options"
@@ -53,6 +55,9 @@ class ErrorCode(enum.Enum):
     TOO_MANY_SEATS = "too_many_seats"
     TOO_MANY_WATCHED = "too_many_watched"
     TOO_MANY_SPECTATORS = "too_many_spectators"
+    NOT_ONLINE = "not_online"
+    UNKNOWN_CHALLENGE = "unknown_challenge"
+    TOO_MANY_CHALLENGES = "too_many_challenges"
     # moves
     STALE_PLY = "stale_ply"
     GAME_OVER = "game_over"

@@ -43,6 +43,9 @@ GameName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
 Name = Annotated[str, Field(min_length=1, max_length=32)]
 """Also checked by ``name_problem`` (a ``bad_name`` error, not ``bad_message``)."""
 Token = Annotated[str, Field(min_length=16, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
+AccountToken = Annotated[str, Field(min_length=20, max_length=100, pattern=r"^[A-Za-z0-9_-]+$")]
+"""An account's API token (``POST /api/accounts``); a bad or revoked one is ``bad_account``."""
+ChallengeId = Annotated[str, Field(pattern=r"^[a-f0-9]{16}$")]
 OptionValue = int | bool | str | None
 Options = Annotated[dict[Annotated[str, Field(max_length=32)], OptionValue], Field(max_length=16)]
 Seat = Annotated[int, Field(ge=0, le=1)]
@@ -78,12 +81,14 @@ class Message(BaseModel):
 
 
 class Hello(Message):
-    """Must be the first frame. ``token`` resumes an earlier session (and its seats)."""
+    """Must be the first frame. ``token`` resumes an earlier session (and its seats).
+    ``account`` signs in as a registered account (its name replaces ``name``)."""
 
     type: Literal["hello"]
     protocol: int
     name: Name
     token: Token | None = None
+    account: AccountToken | None = None
     id: RequestId | None = None
 
 
@@ -115,6 +120,8 @@ class CreateRoom(Message):
     options: Options = Field(default_factory=dict)
     seat: Seat | None = None
     bot: Annotated[str, Field(max_length=32)] | None = None
+    rated: bool = False
+    """Rate the games here if both seats are accounts (a built-in bot is one)."""
     id: RequestId | None = None
 
 
@@ -176,9 +183,33 @@ class Ping(Message):
     id: RequestId | None = None
 
 
+class Challenge(Message):
+    """Invite the account named ``to`` (online) to a game; it has ``challenge_timeout_s``
+    to accept or decline. ``rated`` counts only if both sides are accounts."""
+
+    type: Literal["challenge"]
+    to: Name
+    game: GameName = "stacko"
+    options: Options = Field(default_factory=dict)
+    rated: bool = False
+    id: RequestId | None = None
+
+
+class AcceptChallenge(Message):
+    type: Literal["accept_challenge"]
+    challenge: ChallengeId
+    id: RequestId | None = None
+
+
+class DeclineChallenge(Message):
+    type: Literal["decline_challenge"]
+    challenge: ChallengeId
+    id: RequestId | None = None
+
+
 ClientMessage = Annotated[
     Hello | ListGames | ListRooms | CreateRoom | Join | QuickMatch | CancelMatch | MoveMessage
-    | Resign | Leave | Rematch | Ping,
+    | Resign | Leave | Rematch | Ping | Challenge | AcceptChallenge | DeclineChallenge,
     Field(discriminator="type"),
 ]  # fmt: skip
 CLIENT = TypeAdapter[ClientMessage](ClientMessage)
@@ -200,6 +231,8 @@ class PlayerInfo(Message):
     name: str | None
     connected: bool
     bot: str | None = None
+    account: Literal["human", "bot"] | None = None
+    """The kind of account the player signed in as (absent: a guest)."""
 
 
 class RoomInfo(Message):
@@ -213,8 +246,14 @@ class RoomInfo(Message):
     clock_ms: int | None
 
 
+class AccountInfo(Message):
+    name: str
+    kind: Literal["human", "bot"]
+
+
 class Welcome(Message):
-    """The answer to ``hello``. Keep ``session``: it is the only way back to your seats."""
+    """The answer to ``hello``. Keep ``session``: it is the only way back to your seats.
+    ``account``: present when the hello signed in as an account."""
 
     type: Literal["welcome"]
     protocol: int
@@ -225,6 +264,7 @@ class Welcome(Message):
     server: str
     limits: Limits
     id: RequestId | None
+    account: AccountInfo | None = None
 
 
 class Error(Message):
@@ -333,8 +373,79 @@ class State(Message):
     that keeps no records. Added in version 1 (2026-11-24)."""
 
 
+class RatingChange(Message):
+    seat: Seat
+    name: str
+    kind: Literal["human", "bot"]
+    before: int
+    after: int
+    delta: int
+    deviation: int
+    provisional: bool
+
+
+class Rating(Message):
+    """After the final ``state`` of a rated game: both players' new ratings (``game_id``:
+    its record at ``/api/games/{game_id}``)."""
+
+    type: Literal["rating"]
+    room: str
+    game_id: str
+    game: str
+    changes: list[RatingChange]
+
+
+class ChallengeSent(Message):
+    """The answer to ``challenge``: it waits for the other side until ``expires_ms``."""
+
+    type: Literal["challenge_sent"]
+    challenge: str
+    to: str
+    expires_ms: int
+    id: RequestId | None
+
+
+class Challenged(Message):
+    """Someone challenges you: answer ``accept_challenge`` or ``decline_challenge``."""
+
+    type: Literal["challenged"]
+    challenge: str
+    name: str
+    """Who challenges (their display name)."""
+    account: AccountInfo | None
+    """Their account (``None``: a guest)."""
+    game: str
+    options: dict[str, OptionValue]
+    rated: bool
+    expires_ms: int
+
+
+class ChallengeOver(Message):
+    """A challenge ended without a game: ``declined``, ``expired`` or ``cancelled`` (the
+    challenger went away). An accepted one ends with ``joined`` frames instead."""
+
+    type: Literal["challenge_over"]
+    challenge: str
+    reason: Literal["declined", "expired", "cancelled"]
+    id: RequestId | None
+
+
 ServerMessage = Annotated[
-    Welcome | Error | Games | Rooms | Joined | Queued | Unqueued | Left | Pong | RoomUpdate | State,
+    Welcome
+    | Error
+    | Games
+    | Rooms
+    | Joined
+    | Queued
+    | Unqueued
+    | Left
+    | Pong
+    | RoomUpdate
+    | State
+    | Rating
+    | ChallengeSent
+    | Challenged
+    | ChallengeOver,
     Field(discriminator="type"),
 ]
 SERVER = TypeAdapter[ServerMessage](ServerMessage)

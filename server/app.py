@@ -26,7 +26,9 @@ from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.http11 import Request, Response
 
-from stacko.server import records, static
+from stacko.server import players, records, static
+from stacko.server.accountlink import AccountLink
+from stacko.server.accounts import Accounts
 from stacko.server.batch import WriteBatch
 from stacko.server.botpool import PoolThinker, acquire, default_workers, release, shared_pool
 from stacko.server.clock import Clock, SystemClock
@@ -34,6 +36,7 @@ from stacko.server.config import ServerConfig, derived_max_connections
 from stacko.server.connection import CLOSE_GOING_AWAY, CLOSE_INTERNAL, Connection
 from stacko.server.hub import BotFactory, Hub
 from stacko.server.metrics import CONTENT_TYPE, Metrics
+from stacko.server.ratings import Ratings
 from stacko.server.rng import SystemShuffle
 from stacko.server.store.base import Store
 from stacko.server.store.metrics import StoreCollector
@@ -145,8 +148,11 @@ class Server:
         """Games in progress rebuilt from the store at start."""
         self.failure: asyncio.Future[BaseException] | None = None
         """Resolves if the store fails: the process must stop (``__main__`` exits 1)."""
+        self.accounts: Accounts | None = None
+        self.ratings: Ratings | None = None
         if store is not None:
             self.hub._hooks.recorder = Recorder(store, self.clock)
+            self._link_accounts(store)
             store.on_failure = self._store_failed
             self.metrics.registry.register(StoreCollector(store))
         self.sockets = SocketCount(
@@ -157,6 +163,21 @@ class Server:
         )
         """Open sockets above which upgrades are refused (503)."""
         self.refused = {"max_connections": 0, "max_connections_per_ip": 0}
+
+    def _link_accounts(self, store: Store) -> None:
+        """Accounts, ratings and challenges (issue 17): they live in the store."""
+        cfg = self.config
+        burst = max(1, int(cfg.registrations_per_hour))
+        self.accounts = Accounts(
+            store, register_per_hour=cfg.registrations_per_hour, register_burst=burst
+        )
+        self.ratings = Ratings(store, self.accounts, cfg.rated_pair_per_day)
+        self.hub.accounts = AccountLink(
+            self.hub, self.accounts, self.ratings, cfg.challenge_timeout_s
+        )
+        recorder = self.hub._hooks.recorder
+        assert isinstance(recorder, Recorder)
+        recorder.on_finish = self.ratings.finished
 
     def _soon(self, callback: Callable[[], None]) -> None:
         asyncio.get_running_loop().call_soon(callback)
@@ -189,7 +210,11 @@ class Server:
             await self.store.open()
             recorder = self.hub._hooks.recorder
             assert isinstance(recorder, Recorder)
+            if self.ratings is not None:
+                await self.ratings.start(self.hub.bots)
             self.restored = await recover(self.hub, self.store, recorder)
+            if self.ratings is not None:
+                await self.ratings.restore(self.hub.rooms.values())
             if self.restored:
                 log.info("%d games in progress restored from the store", self.restored)
         self._ws = await serve(
@@ -285,6 +310,8 @@ class Server:
         path = request.path.split("?", 1)[0]
         if path == records.PREFIX or path.startswith(records.PREFIX + "/"):
             return records.handle(self.store, ws, request)
+        if players.handles(path):
+            return players.handle(self.accounts, ws, request)
         if path == "/healthz":
             return ws.respond(http.HTTPStatus.OK, "ok\n")
         if path == "/metrics":

@@ -73,6 +73,13 @@ class ServerConfig:
     """SQLite ``synchronous``: ``normal`` (survives kill -9) or ``full`` (also power loss)."""
     retain_days: float = 0.0
     """Finished games older than this are deleted (checked hourly); 0: kept forever."""
+    # -- accounts and ratings (``server.accounts``, ``server.ratings``) --
+    registrations_per_hour: float = 5.0
+    """Accounts one IP address (IPv6: one /64) may register per hour (a burst of as many)."""
+    rated_pair_per_day: int = 10
+    """Rated games between the same two accounts per 24 hours; more are played unrated."""
+    challenge_timeout_s: float = 60.0
+    """Seconds a challenged account has to accept or decline."""
 
     @property
     def hard_frame_bytes(self) -> int:
@@ -132,6 +139,9 @@ _HELP = {
     "data_dir": "directory of the SQLite file (local disk; empty: $XDG_DATA_HOME/stacko, "
     "i.e. ~/.local/share/stacko)",
     "sync": "SQLite sync: normal (commits survive kill -9) or full (also power loss; slower)",
+    "registrations_per_hour": "accounts one IP address (IPv6: one /64) may register per hour",
+    "rated_pair_per_day": "rated games between the same two accounts per 24 h (then unrated)",
+    "challenge_timeout_s": "seconds a challenged account has to accept or decline",
     "retain_days": "delete finished games older than this many days (0: keep them forever)",
 }
 

@@ -36,6 +36,8 @@ ROOM_CODE_LENGTH = 8
 """8 of 32 letters: 40 bits, so guessing a private room's code at the hello and rate limits
 is hopeless."""
 SERVER_VERSION = "stacko/0.1.0"
+PENDING_MAX = 16
+"""Frames a connection may send after a ``hello`` with an account before its ``welcome``."""
 
 BotFactory = Callable[[str, str, random.Random], Chooser]
 """(game, level, rng) -> a bot; raises KeyError for an unknown level."""
@@ -66,6 +68,10 @@ class Session:
     """Rooms where this session holds a seat."""
     queued_for: str | None = None
     expiry: Timer | None = None
+    account: Any = None
+    """The ``server.accounts.Account`` the session signed in as (``None``: a guest)."""
+    queued_at: float = 0.0
+    """When it started waiting for a quick match (the rating window widens with it)."""
 
 
 class Listing:
@@ -158,6 +164,12 @@ class Hub:
         )
         self._bot_rng = rng_factory()
         self._ids = ids if ids is not None else random.SystemRandom()
+        self.accounts: Any = None
+        """``server.accountlink.AccountLink`` when the server has a store: account tokens
+        at ``hello``, ratings, challenges. ``None``: guests only."""
+        self._pending: dict[Peer, list[messages.ClientMessage]] = {}
+        """Connections whose ``hello`` waits for its account check, and what they sent
+        meanwhile (handled, in order, after the welcome)."""
         self.revive: Callable[[str], Session | None] | None = None
         """Token -> a session restored from the store (``server.store.recorder.recover``)."""
 
@@ -189,6 +201,20 @@ class Hub:
         problem = messages.name_problem(msg.name)
         if problem is not None:
             raise ProtocolError(ErrorCode.BAD_NAME, problem, fatal=True, request_id=msg.id)
+        if msg.account is not None:
+            if self.accounts is None:
+                raise ProtocolError(
+                    ErrorCode.NO_ACCOUNTS, "this server keeps no accounts (no store)",
+                    fatal=True, request_id=msg.id,
+                )  # fmt: skip
+            placeholder = Session("", msg.name)
+            self._pending[peer] = []
+            self.accounts.check_hello(peer, msg, placeholder)
+            return placeholder
+        return self.welcome(peer, msg)
+
+    def welcome(self, peer: Peer, msg: messages.Hello, account: Any = None) -> Session:
+        """The rest of ``hello`` once the account (if any) is known."""
         session = self.sessions.get(msg.token) if msg.token else None
         if session is None and msg.token and self.revive is not None:
             session = self.revive(msg.token)  # a session from before a restart
@@ -208,6 +234,10 @@ class Hub:
                     replace()
                 self._unqueue(session)  # queueing belongs to the connection (PROTOCOL.md)
             session.name = msg.name
+        if account is not None:
+            session.account = account
+            session.name = account.name
+            self.accounts.signed_in(session)
         session.peer = peer
         cfg = self.config
         peer.send(
@@ -220,6 +250,7 @@ class Hub:
                     "burst": cfg.burst, "hello_timeout_s": cfg.hello_timeout_s,
                     "reconnect_grace_s": cfg.reconnect_grace_s,
                 },
+                **({"account": account.wire()} if account is not None else {}),
             )
         )  # fmt: skip
         for room in list(session.rooms.values()):
@@ -247,7 +278,12 @@ class Hub:
             self._hellos_pruned = len(self._hellos)
         return allowed
 
+    def take_pending(self, peer: Peer) -> list[messages.ClientMessage] | None:
+        """What ``peer`` sent while its account was checked (``None``: it went away)."""
+        return self._pending.pop(peer, None)
+
     def disconnected(self, peer: Peer, session: Session | None) -> None:
+        self._pending.pop(peer, None)
         for code in self.watching.pop(peer, set()):
             room = self.rooms.get(code)
             if room is not None:
@@ -256,6 +292,8 @@ class Hub:
             return  # never said hello, or already replaced by a newer connection
         session.peer = None
         self._detach(session)
+        if self.accounts is not None:
+            self.accounts.gone(session)
         session.expiry = self.clock.call_at(
             self.clock.monotonic() + self.config.reconnect_grace_s, lambda: self._expire(session)
         )
@@ -281,6 +319,15 @@ class Hub:
 
     def handle(self, peer: Peer, session: Session, msg: messages.ClientMessage) -> None:
         """One request. Raises ProtocolError (with the request id) if it is refused."""
+        if self._pending:
+            waiting = self._pending.get(peer)
+            if waiting is not None:  # the hello's account check is not back yet
+                if len(waiting) >= PENDING_MAX:
+                    raise ProtocolError(
+                        ErrorCode.RATE_LIMITED, "wait for welcome", fatal=True, request_id=msg.id
+                    )
+                waiting.append(msg)
+                return
         try:
             self._dispatch(peer, session, msg)
         except ProtocolError as exc:
@@ -317,6 +364,10 @@ class Hub:
                 room.ask_rematch(seat, msg.id)
             case messages.Leave():
                 self._leave(peer, session, msg)
+            case messages.Challenge() | messages.AcceptChallenge() | messages.DeclineChallenge():
+                if self.accounts is None:
+                    raise ProtocolError(ErrorCode.NO_ACCOUNTS, "this server keeps no accounts")
+                self.accounts.challenge_message(peer, session, msg)
             case messages.Hello():
                 raise ProtocolError(
                     ErrorCode.ALREADY_WELCOMED, "this connection already said hello"
@@ -345,6 +396,8 @@ class Hub:
             room.listed_at = 0
             self.listed[None].removed()
             self.listed[room.spec.name].removed()
+        if room.rated and self.accounts is not None:
+            self.accounts.status(room)
 
     def _games_info(self) -> list[dict[str, Any]]:
         """Built once: the options' JSON Schemas cost about 2 ms to make."""
@@ -446,7 +499,8 @@ class Hub:
                 player.session.rooms.pop(room.code, None)
 
     def _take_seat(self, peer: Peer, session: Session, room: Room, seat: int | None) -> int:
-        seat = room.seat(Player(session.name, peer=peer, session=session), seat)
+        kind = session.account.kind if session.account is not None else None
+        seat = room.seat(Player(session.name, peer=peer, session=session, account=kind), seat)
         session.rooms[room.code] = room
         return seat
 
@@ -475,6 +529,7 @@ class Hub:
                     "may (leave one first)",
                 )
         room = self._new_room(msg.game, dict(msg.options), msg.public)
+        room.rated = msg.rated
         seat = self._take_seat(peer, session, room, msg.seat)
         if bot is not None:  # seated first, so that joined already lists the opponent
             self.bot_rooms.add(room.code)
@@ -550,18 +605,35 @@ class Hub:
             )
         self._check_seats(session)
         queue = self.queues[msg.game]
-        if not queue:
+        pick: int | None = 0 if queue else None
+        if queue and self.accounts is not None:  # close ratings first (server.matchmaking)
+            pick = self.accounts.partner(queue, session, msg.game)
+        if pick is None:
             queue.append(session)
             session.queued_for = msg.game
+            session.queued_at = self.clock.time()
             peer.send(frames.reply("queued", msg.id, game=msg.game, waiting=len(queue)))
+            if self.accounts is not None:
+                self.accounts.waiting(msg.game)
             return
+        self._start_match(msg.game, queue[pick], (session, msg.id))
+
+    def _start_match(
+        self, game: str, other: Session, newcomer: tuple[Session, frames.RequestId]
+    ) -> None:
+        """Pair ``other`` (waiting in the queue) with ``newcomer`` (a session and the id of
+        its request, or a waiting session and ``None``)."""
         # The room first: if it cannot be created (server_busy), the waiting player stays queued.
         room = self._new_room(
-            msg.game, {}, False, clock_ms=self.config.quick_match_clock_ms, quick=True
+            game, {}, False, clock_ms=self.config.quick_match_clock_ms, quick=True
         )
-        other = queue.pop(0)
-        other.queued_for = None
-        pair = ((other, None), (session, msg.id))
+        queue = self.queues[game]
+        for who in (other, newcomer[0]):
+            if who in queue:
+                queue.remove(who)
+            who.queued_for = None
+        room.rated = True  # rated when both are accounts (server.ratings)
+        pair = ((other, None), newcomer)
         for s, (who, _) in enumerate(pair):  # both seats first: joined lists both players
             assert who.peer is not None
             self._take_seat(who.peer, who, room, s)
@@ -569,6 +641,33 @@ class Hub:
             assert who.peer is not None
             who.peer.send(room.joined_frame(s, rid, starting=True))
         room.start()
+
+    def start_pair(
+        self,
+        game: str,
+        options: dict[str, Any],
+        rated: bool,
+        pair: list[tuple[Session, frames.RequestId]],
+    ) -> Room:
+        """A private room for two sessions that agreed to play (a challenge), started."""
+        for who, _ in pair:
+            if who.peer is None:
+                raise ProtocolError(ErrorCode.NOT_ONLINE, f"{who.name} is not online any more")
+            self._check_seats(who)
+        room = self._new_room(game, options, False)
+        room.rated = rated
+        for s, (who, _) in enumerate(pair):
+            assert who.peer is not None
+            self._take_seat(who.peer, who, room, s)
+        for s, (who, rid) in enumerate(pair):
+            assert who.peer is not None
+            who.peer.send(room.joined_frame(s, rid, starting=True))
+        room.start()
+        return room
+
+    def pair_waiting(self, game: str, a: Session, b: Session) -> None:
+        """Pair two sessions that both wait for ``game`` (the matchmaking sweep)."""
+        self._start_match(game, a, (b, None))
 
     def _unqueue(self, session: Session) -> None:
         if session.queued_for is not None:

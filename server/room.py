@@ -70,6 +70,9 @@ class Player:
     bot_level: str | None = None
     gone_at: float | None = None
     """When a human's connection dropped (``None`` while connected)."""
+    account: str | None = None
+    """``"human"`` or ``"bot"``: the kind of account the player signed in as (``None``: a
+    guest, or a built-in bot)."""
 
     @property
     def connected(self) -> bool:
@@ -142,6 +145,10 @@ class Room:
     game_id: str | None = None
     """The id of the current (or last) game's record, set by the recorder; ``None`` without
     a store. The final state frame of a game names it (``GET /api/games/{id}``)."""
+    rated: bool = False
+    """Games here are rated when both seats are accounts (``server.ratings``)."""
+    rating_change: Any = None
+    """The rating change of the game that just ended, until it is announced."""
 
     # -- what the room is -----------------------------------------------------------------
 
@@ -160,14 +167,24 @@ class Room:
             "status": "playing" if starting else self.status,
             "public": self.public,
             "players": [
-                {"seat": s, "name": p.name, "connected": p.connected, "bot": p.bot_level}
-                for s, p in enumerate(self.players)
-                if p is not None
+                self._player_info(s, p) for s, p in enumerate(self.players) if p is not None
             ],
             "spectators": len(self.spectators),
             "options": self.codec.options_to_wire(self.options, self.clock_ms),
             "clock_ms": self.clock_ms,
         }
+
+    @staticmethod
+    def _player_info(seat: int, p: Player) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "seat": seat,
+            "name": p.name,
+            "connected": p.connected,
+            "bot": p.bot_level,
+        }
+        if p.account is not None:
+            info["account"] = p.account
+        return info
 
     def seat_of(self, session: Any) -> int | None:
         for s, p in enumerate(self.players):

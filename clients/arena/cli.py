@@ -72,6 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
         " --game); two bots make a match, more a round robin",
     )
     p.add_argument(
+        "--bot",
+        action="append",
+        default=[],
+        metavar="MODULE:NAME",
+        help="your own bot, beside the built-in levels (repeat for more): a class or factory"
+        " taking a random.Random and returning a bot with choose(view, legal), like the"
+        " classes of stacko.bots; MODULE is imported from the current directory too",
+    )
+    p.add_argument(
         "--deals",
         type=int,
         default=100,
@@ -146,6 +155,28 @@ def missing_extra() -> list[str]:
     return [m for m in ARENA_EXTRA if importlib.util.find_spec(m) is None]
 
 
+def load_bot(spec: str, game: str) -> str:
+    """``--bot MODULE:NAME``: import the bot, register it as level NAME of ``game`` (so the
+    arena's workers and live runners make it like any level); returns the level."""
+    import importlib
+
+    from stacko.bots.registry import register
+
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr.isidentifier():
+        raise ValueError(f"--bot {spec!r}: expected MODULE:NAME (a class or factory in MODULE)")
+    if "" not in sys.path:
+        sys.path.insert(0, "")  # the author's module, in the directory the arena runs from
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"--bot {spec}: cannot load it: {exc}") from None
+    if attr in levels(game):
+        raise ValueError(f"--bot {spec}: {attr} is the name of a built-in {game} bot")
+    register(game, attr, factory)
+    return attr
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     missing = missing_extra()
@@ -173,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         specs = args.bots.split(",") if args.bots else levels(args.game)
+        specs += [f"{args.game}:{load_bot(spec, args.game)}" for spec in args.bot]
         entrants = [Entrant(*parse_spec(s, args.game)) for s in specs if s.strip()]
         for e in entrants:
             e.make(random.Random(0))  # fail early on an unknown bot

@@ -2,6 +2,7 @@
 // one WebSocket to the server that served this page. The board itself is drawn by a renderer
 // per game (games/index.js); everything else here is game-independent.
 
+import { accountFrame, renderRating, wireAccounts } from "./accounts.js";
 import { $, formatClock, h, replaceChildren, show } from "./dom.js";
 import { rendererFor } from "./games/index.js";
 import { Connection, serverUrl } from "./net.js";
@@ -111,7 +112,9 @@ function readLink() {
     options = null;
   }
   const room = get("room");
+  const challenge = get("challenge");
   return {
+    challenge: challenge && challenge.length <= 32 ? challenge : null,
     room: room && /^[A-Za-z0-9]{4,12}$/.test(room) ? room.toUpperCase() : null,
     watch: get("watch") === "1",
     options: options && typeof options === "object" ? options : null,
@@ -175,6 +178,7 @@ function onStatus(status, detail) {
 function onFrame(f) {
   const asked = f.id != null ? app.pending.get(f.id) : undefined;
   if (f.id != null) app.pending.delete(f.id);
+  if (accountFrame(f, app)) return undefined;
   switch (f.type) {
     case "welcome":
       return onWelcome(f);
@@ -764,6 +768,7 @@ function renderRoom() {
         h("span", { class: `dot${(p ? p.connected : room.view) ? " on" : ""}`, "aria-hidden": "true" }),
         h("strong", { class: "name", title: p?.name || null }, p || room.view ? names[s] : "waiting for a player…"),
         s === room.seat ? h("span", { class: "tag" }, "you") : null,
+        p?.account ? h("span", { class: "tag account" }, p.account === "bot" ? "bot account" : "account") : null,
         p?.bot || (!p && room.botLevel && s !== room.seat) ? h("span", { class: "tag" }, `bot: ${p?.bot ?? room.botLevel}`) : null,
         p && !p.connected ? h("span", { class: "tag warn", dataset: { forfeit: String(s) } }, forfeitText(forfeit, now)) : null,
         room.rematch.includes(s) ? h("span", { class: "tag" }, "wants a rematch") : null,
@@ -806,6 +811,7 @@ function renderRoom() {
   const out = outcomeText(room);
   show($("#outcome"), Boolean(out));
   if (out) $("#outcome").replaceChildren(h("strong", {}, out.headline), " ", out.detail);
+  renderRating(room.code);
   show($("#game-link-line"), Boolean(out && room.gameLink));
   if (room.gameLink) $("#game-link").href = room.gameLink;
   const opponentHere = info?.players.length === 2 || Boolean(room.botLevel);
@@ -926,6 +932,7 @@ function enter(name) {
 }
 
 function wire() {
+  wireAccounts({ enter, request });
   $("#name-form").addEventListener("submit", (e) => {
     e.preventDefault();
     const name = $("#name-input").value.trim();

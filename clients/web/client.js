@@ -56,10 +56,12 @@ export class Client {
    *   where the session token lives (default: in this object only)
    * @param {typeof WebSocket} [o.WebSocket]  a WebSocket class (default: webSocketClass())
    * @param {boolean} [o.reconnect]          reconnect by itself when the connection drops (default true)
+   * @param {() => string|null} [o.account]   an account token for hello (PROTOCOL.md "Accounts")
    */
-  constructor({ url, name, tokenStore, WebSocket, reconnect = true }) {
+  constructor({ url, name, tokenStore, WebSocket, reconnect = true, account }) {
     this.url = url;
     this.name = typeof name === "function" ? name : () => name;
+    this.account = account ?? (() => null);
     let token = null;
     this.tokenStore = tokenStore ?? { get: () => token, set: (t) => { token = t; } };
     this.WebSocketClass = WebSocket ?? null;
@@ -118,6 +120,8 @@ export class Client {
       const hello = { type: "hello", protocol: PROTOCOL, name: this.name() };
       const token = this.token;
       if (token) hello.token = token;
+      const account = this.account();
+      if (account) hello.account = account;
       ws.send(JSON.stringify(hello));
     };
     ws.onmessage = (event) => {

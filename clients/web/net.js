@@ -9,6 +9,8 @@ import { Client } from "./client.js";
 export { PROTOCOL } from "./client.js";
 
 const TOKEN_KEY = "stacko.session";
+/** The account token (registration on this page): kept across tabs and visits. */
+export const ACCOUNT_KEY = "stacko.account";
 
 export function serverUrl(loc = window.location) {
   const scheme = loc.protocol === "https:" ? "wss:" : "ws:";
@@ -29,6 +31,7 @@ export class Connection extends Client {
       url,
       name,
       WebSocket: window.WebSocket,
+      account: () => localStorage.getItem(ACCOUNT_KEY),
       tokenStore: {
         get: () => sessionStorage.getItem(TOKEN_KEY),
         set: (token) => sessionStorage.setItem(TOKEN_KEY, token),

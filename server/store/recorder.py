@@ -120,6 +120,9 @@ class Recorder:
     def __init__(self, store: Store, clock: Any) -> None:
         self.store = store
         self.clock = clock
+        self.on_finish: Any = None
+        """``(room, game_id, outcome, at_ms) -> ops`` written with the result (the new
+        ratings, ``server.ratings``)."""
 
     def begin(self, room: Any, rng: random.Random) -> random.Random:
         rec = GameRecord(new_game_id(), RecordingRng(rng))
@@ -201,6 +204,8 @@ class Recorder:
                 )
             )
             ops.append(("DELETE FROM sessions WHERE game_id = ?", (rec.id,)))
+            if self.on_finish is not None:
+                ops += self.on_finish(room, rec.id, outcome, at)
             room.record = None
         # While the game goes on, ``plies`` and ``last_seq`` of its row stay as they were:
         # one statement per move less; recovery reads the events themselves.

@@ -9,12 +9,17 @@ databases, exact to compare, and what the wire already uses (``deadline_ms``).
               expiries, resignations and other endings (``PRIMARY KEY (game_id, seq)``).
 ``sessions``  who may resume a seat of a game in progress: only a sha256 of the session
               token, never the token; rows go when the game ends.
+``accounts``  registered names (schema 2): a normalized name (unique), human or bot, and
+              only a sha256 of the API token; ``revoked_ms`` set when the token was revoked.
+``ratings``   one row per account and game (schema 2): OpenSkill mu and sigma, W/D/L.
+``rated_games`` one row per account and rated game (schema 2): the rating before and after,
+              for profiles and the rating-history plot.
 ``schema_version`` a single row: the version of the schema in the file.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Bump it with a new entry in ``MIGRATIONS`` (the SQL that takes version N-1 to N)."""
 
 _V1 = (
@@ -58,7 +63,51 @@ _V1 = (
     )""",
 )
 
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1}
+_V2 = (
+    """CREATE TABLE accounts (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        normalized TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL,
+        token_hash TEXT NOT NULL UNIQUE,
+        created_ms BIGINT NOT NULL,
+        rotated_ms BIGINT,
+        revoked_ms BIGINT,
+        builtin INTEGER NOT NULL DEFAULT 0
+    )""",
+    """CREATE TABLE ratings (
+        account_id TEXT NOT NULL,
+        game TEXT NOT NULL,
+        mu DOUBLE PRECISION NOT NULL,
+        sigma DOUBLE PRECISION NOT NULL,
+        games INTEGER NOT NULL DEFAULT 0,
+        wins INTEGER NOT NULL DEFAULT 0,
+        draws INTEGER NOT NULL DEFAULT 0,
+        losses INTEGER NOT NULL DEFAULT 0,
+        updated_ms BIGINT NOT NULL,
+        PRIMARY KEY (account_id, game)
+    )""",
+    "CREATE INDEX ratings_board ON ratings (game, mu)",
+    """CREATE TABLE rated_games (
+        account_id TEXT NOT NULL,
+        game_id TEXT NOT NULL,
+        game TEXT NOT NULL,
+        opponent TEXT NOT NULL,
+        score DOUBLE PRECISION NOT NULL,
+        mu_before DOUBLE PRECISION NOT NULL,
+        sigma_before DOUBLE PRECISION NOT NULL,
+        mu_after DOUBLE PRECISION NOT NULL,
+        sigma_after DOUBLE PRECISION NOT NULL,
+        at_ms BIGINT NOT NULL,
+        PRIMARY KEY (account_id, game_id)
+    )""",
+    "CREATE INDEX rated_games_recent ON rated_games (account_id, game, at_ms)",
+    # A rated game in progress: its two accounts, so that it is still rated after a restart.
+    "ALTER TABLE games ADD COLUMN account0 TEXT",
+    "ALTER TABLE games ADD COLUMN account1 TEXT",
+)
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2}
 """version -> the statements that take the schema from version - 1 to it (0: empty)."""
 
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"

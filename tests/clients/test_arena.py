@@ -311,3 +311,35 @@ def test_python_dash_m_runs_the_split_package() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: stacko-arena")
+
+
+def test_the_arena_rates_an_authors_bot_beside_the_built_in_levels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--bot MODULE:NAME``: a bot class from the author's own module, in the same duplicate
+    deals and report as the built-in levels."""
+    from stacko.bots import registry
+
+    (tmp_path / "arena_author_bot.py").write_text(
+        "from stacko.bots.base import BaseBot\n\n\n"
+        "class FirstLegal(BaseBot):\n"
+        "    name = 'FirstLegal'\n\n"
+        "    def choose(self, view, legal):\n"
+        "        return legal[0]\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    try:
+        args = ["--bots", "easy", "--bot", "arena_author_bot:FirstLegal", "--deals", "2",
+                "--solitaire", "0", "--bootstrap", "10", "--no-progress",
+                "--out", str(out)]  # fmt: skip
+        assert main(args) == 0
+        text = capsys.readouterr().out
+        assert "easy vs FirstLegal" in text, text
+        data = json.loads((out / "results.json").read_text())
+        assert data["pairs"][0]["games"] == 4 and data["complete"]
+        assert main(["--bot", "arena_author_bot:Missing", "--no-progress"]) == 2
+        assert "cannot load" in capsys.readouterr().err
+        assert main(["--bot", "arena_author_bot:easy", "--no-progress"]) == 2
+    finally:
+        registry._FACTORIES.get("stacko", {}).pop("FirstLegal", None)

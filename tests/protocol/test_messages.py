@@ -97,6 +97,11 @@ CLIENT_SAMPLES: list[dict[str, Any]] = [
     {"type": "leave", "room": "8ZWBT9"},
     {"type": "rematch", "room": "8ZWBT9", "id": "r"},
     {"type": "ping"},
+    {"type": "hello", "protocol": 1, "name": "Ann", "account": "stk_" + "A" * 43},
+    {"type": "create_room", "game": "stacko", "rated": True},
+    {"type": "challenge", "to": "Bobby", "game": "stakko", "options": {}, "rated": True, "id": 1},
+    {"type": "accept_challenge", "challenge": "0123456789abcdef", "id": 2},
+    {"type": "decline_challenge", "challenge": "0123456789abcdef"},
 ]
 
 
@@ -169,7 +174,27 @@ SERVER_SAMPLES: list[bytes] = [
     _state_frame(0),
     _state_frame(1),
     _state_frame(None),
-]
+    frames.encode(
+        {
+            "type": "rating", "room": "8ZWBT9", "game_id": "00000000000000aa", "game": "stacko",
+            "changes": [
+                {"seat": 0, "name": "Ann", "kind": "human", "before": 1500, "after": 1677,
+                 "delta": 177, "deviation": 477, "provisional": True},
+                {"seat": 1, "name": "easy", "kind": "bot", "before": 1500, "after": 1323,
+                 "delta": -177, "deviation": 477, "provisional": True},
+            ],
+        }
+    ),
+    frames.reply("challenge_sent", 1, challenge="0123456789abcdef", to="Bob", expires_ms=5),
+    frames.encode(
+        {
+            "type": "challenged", "challenge": "0123456789abcdef", "name": "Ann",
+            "account": {"name": "Ann", "kind": "human"}, "game": "stacko", "options": {},
+            "rated": True, "expires_ms": 5,
+        }
+    ),
+    frames.reply("challenge_over", None, challenge="0123456789abcdef", reason="expired"),
+]  # fmt: skip
 
 
 def test_samples_cover_every_message_type() -> None:

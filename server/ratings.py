@@ -1,0 +1,258 @@
+"""Ratings: OpenSkill (Plackett-Luce), per game, for games between two accounts.
+
+Why OpenSkill (``openskill`` on PyPI, maintained, MIT, pure Python): it is the Weng-Lin
+Bayesian rating, a mean ``mu`` and a deviation ``sigma`` per player that shrinks as games
+are played, with a published reference implementation we can check our numbers against;
+the ``glicko2`` package on PyPI is a single unmaintained file. The model is scaled to the
+familiar 1500 scale: ``mu`` 1500, ``sigma`` 500, ``beta`` 250, ``tau`` 5 (OpenSkill's
+defaults 25, 25/3, 25/6, 25/300, times 60).
+
+- One rating per game name: Stacko, and Stakko (all Stakko variants share one rating: a
+  variant changes the board, not the skill being measured).
+- A game is rated when its room says so (quick match between two accounts: always; a
+  private room: if its creator asked, ``create_room.rated``; a challenge: if asked) and
+  both seats are distinct accounts (a built-in bot is its level's account).
+- An account is *provisional* in a game for its first ``PROVISIONAL_GAMES`` rated games.
+- An abandoned, forfeited or resigned game is a loss for the seat that left (the engine's
+  outcome already says so).
+- At most ``pair_per_day`` rated games between the same two accounts in 24 hours (counted
+  by this node); further games between them are played unrated, and the room says so.
+- The new ratings are written in the same transaction as the game's result (the
+  recorder's last batch), so a crash never keeps one without the other.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from openskill.models import PlackettLuce
+
+from stacko.protocol import frames
+from stacko.server.accounts import Account, Accounts
+from stacko.server.store.base import Op, Store
+
+MU = 1500.0
+SIGMA = 500.0
+MODEL = PlackettLuce(mu=MU, sigma=SIGMA, beta=SIGMA / 2, tau=MU / 300)
+PROVISIONAL_GAMES = 10
+
+
+@dataclass
+class Rating:
+    mu: float = MU
+    sigma: float = SIGMA
+    games: int = 0
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+
+    @property
+    def provisional(self) -> bool:
+        return self.games < PROVISIONAL_GAMES
+
+
+def rate(a: Rating, b: Rating, score_a: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """New ``(mu, sigma)`` of both after a game that ``a`` won (1), drew (0.5) or lost (0)."""
+    ra = MODEL.rating(mu=a.mu, sigma=a.sigma)
+    rb = MODEL.rating(mu=b.mu, sigma=b.sigma)
+    ranks = [1.0, 2.0] if score_a == 1 else [2.0, 1.0] if score_a == 0 else [1.0, 1.0]
+    [[na], [nb]] = MODEL.rate([[ra], [rb]], ranks=ranks)
+    return (na.mu, na.sigma), (nb.mu, nb.sigma)
+
+
+def wire_rating(r: Rating) -> dict[str, Any]:
+    return {
+        "rating": round(r.mu),
+        "deviation": round(r.sigma),
+        "provisional": r.provisional,
+        "games": r.games,
+        "wins": r.wins,
+        "draws": r.draws,
+        "losses": r.losses,
+    }
+
+
+class Ratings:
+    """Decides which games are rated, rates them at their end, and tells the room."""
+
+    def __init__(self, store: Store, accounts: Accounts, pair_per_day: int = 10) -> None:
+        self.store = store
+        self.accounts = accounts
+        self.pair_per_day = pair_per_day
+        self.bots: dict[str, Account] = {}
+        """bot level -> its account (loaded at start)."""
+        self._pairs: dict[tuple[str, str, str], collections.deque[float]] = {}
+        self.live: dict[int, tuple[Account, Account]] = {}
+        """id(room) -> the two accounts of its rated game in progress."""
+
+    async def start(self, levels: dict[str, list[str]]) -> None:
+        names = sorted({lvl for lvls in levels.values() for lvl in lvls})
+        await self.accounts.ensure_builtin(names)
+        for name in names:
+            account = await self.accounts.builtin(name)
+            if account is not None:
+                await self.load(account)
+                self.bots[name] = account
+
+    async def load(self, account: Account) -> None:
+        """Every rating of ``account`` into memory (at its ``hello``; bots at start)."""
+        rows = await self.store.fetch(
+            "SELECT game, mu, sigma, games, wins, draws, losses FROM ratings WHERE account_id = ?",
+            (account.id,),
+        )
+        for game, mu, sigma, games, w, d, lost in rows:
+            account.ratings[game] = Rating(
+                float(mu), float(sigma), int(games), int(w), int(d), int(lost)
+            )
+
+    def account_of(self, player: Any) -> Account | None:
+        if player is None:
+            return None
+        if player.bot_level is not None:
+            return self.bots.get(player.bot_level)
+        session = player.session
+        return getattr(session, "account", None) if session is not None else None
+
+    # -- the room's hooks ---------------------------------------------------------------
+
+    def started(self, room: Any) -> str | None:
+        """A game of ``room`` just started: is it rated? ``None`` if so, else why not (for
+        a rated room only; unrated rooms get ``None`` too and are not rated)."""
+        self.live.pop(id(room), None)
+        if not getattr(room, "rated", False):
+            return None
+        a, b = (self.account_of(p) for p in room.players)
+        if a is None or b is None:
+            return "not rated: both players need an account"
+        if a is b:
+            return "not rated: the same account on both seats"
+        key = (room.spec.name, *sorted((a.id, b.id)))
+        now = time.time()
+        times = self._pairs.setdefault(key, collections.deque())
+        while times and times[0] < now - 86_400:
+            times.popleft()
+        if len(times) >= self.pair_per_day:
+            return f"not rated: {a.name} and {b.name} played {self.pair_per_day} rated games today"
+        times.append(now)
+        if len(self._pairs) > 10_000:  # forget pairs with no rated game in the last 24 h
+            self._pairs = {k: v for k, v in self._pairs.items() if v and v[-1] >= now - 86_400}
+        self.live[id(room)] = (a, b)
+        record = getattr(room, "record", None)
+        if record is not None:  # with the game's first statements: rated after a restart too
+            record.pending.append(
+                (
+                    "UPDATE games SET account0 = ?, account1 = ? WHERE id = ?",
+                    (a.id, b.id, record.id),
+                )
+            )
+        return None
+
+    async def restore(self, rooms: Any) -> int:
+        """After ``recover``: the rated games in progress are rated again (their accounts
+        and ratings loaded); returns how many."""
+        by_id = {room.record.id: room for room in rooms if room.record is not None}
+        rows = await self.store.fetch(
+            "SELECT g.id, a.id, a.name, a.kind, a.builtin FROM games g JOIN accounts a "
+            "ON a.id = g.account0 OR a.id = g.account1 "
+            "WHERE g.status = 'playing' AND g.account0 IS NOT NULL"
+        )
+        accounts: dict[str, dict[str, Account]] = {}
+        for game_id, *row in rows:
+            account = self.accounts._held(tuple(row))
+            if not account.ratings:
+                await self.load(account)
+            accounts.setdefault(game_id, {})[account.id] = account
+        found = await self.store.fetch(
+            "SELECT id, account0, account1 FROM games WHERE status = 'playing' "
+            "AND account0 IS NOT NULL"
+        )
+        restored = 0
+        for game_id, a0, a1 in found:
+            room = by_id.get(game_id)
+            held = accounts.get(game_id, {})
+            if room is None or a0 not in held or a1 not in held:
+                continue
+            room.rated = True
+            self.live[id(room)] = (held[a0], held[a1])
+            restored += 1
+        return restored
+
+    def finished(self, room: Any, game_id: str, outcome: Any, at_ms: int) -> list[Op]:
+        """The game ended: new ratings, as statements for the result's transaction; the
+        change is kept on the room (``rating_change``) for the frame that follows."""
+        pair = self.live.pop(id(room), None)
+        if pair is None:
+            return []
+        game = room.spec.name
+        a, b = pair
+        ra = a.ratings.setdefault(game, Rating())
+        rb = b.ratings.setdefault(game, Rating())
+        winner = outcome.winner
+        score_a = 0.5 if winner is None else (1.0 if winner == 0 else 0.0)
+        (mua, sa), (mub, sb) = rate(ra, rb, score_a)
+        ops: list[Op] = []
+        changes = []
+        for seat, (acc, r, mu, sigma, score, opp) in enumerate(
+            ((a, ra, mua, sa, score_a, b), (b, rb, mub, sb, 1.0 - score_a, a))
+        ):
+            before_mu, before_sigma = r.mu, r.sigma
+            r.mu, r.sigma, r.games = mu, sigma, r.games + 1
+            r.wins += score == 1.0
+            r.draws += score == 0.5
+            r.losses += score == 0.0
+            ops.append(
+                (
+                    "INSERT INTO ratings (account_id, game, mu, sigma, games, wins, draws, "
+                    "losses, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (account_id, game) DO UPDATE SET mu = excluded.mu, "
+                    "sigma = excluded.sigma, games = excluded.games, wins = excluded.wins, "
+                    "draws = excluded.draws, losses = excluded.losses, "
+                    "updated_ms = excluded.updated_ms",
+                    (acc.id, game, mu, sigma, r.games, r.wins, r.draws, r.losses, at_ms),
+                )
+            )
+            ops.append(
+                (
+                    "INSERT INTO rated_games (account_id, game_id, game, opponent, score, "
+                    "mu_before, sigma_before, mu_after, sigma_after, at_ms) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        acc.id,
+                        game_id,
+                        game,
+                        opp.name,
+                        score,
+                        before_mu,
+                        before_sigma,
+                        mu,
+                        sigma,
+                        at_ms,
+                    ),
+                )
+            )
+            changes.append(
+                {
+                    "seat": seat, "name": acc.name, "kind": acc.kind,
+                    "before": round(before_mu), "after": round(mu),
+                    "delta": round(mu) - round(before_mu), "deviation": round(sigma),
+                    "provisional": r.provisional,
+                }
+            )  # fmt: skip
+        room.rating_change = {"game_id": game_id, "game": game, "changes": changes}
+        return ops
+
+    def announce(self, room: Any) -> None:
+        """After the final state: a ``rating`` frame to the players and spectators."""
+        change = getattr(room, "rating_change", None)
+        if change is None:
+            return
+        room.rating_change = None
+        frame = frames.encode({"type": "rating", "room": room.code, **change})
+        for p in room.players:
+            if p is not None and p.peer is not None:
+                p.peer.send(frame)
+        for peer in room.spectators:
+            peer.send(frame)
