@@ -514,6 +514,8 @@ class Player:
             await self._queue()  # queueing belongs to the connection: queue again
 
     async def on_frame(self, frame: Frame) -> None:
+        if self.done.done():
+            return  # finished: "result: ..." stays the last line, whatever arrives before the close
         kind = frame["type"]
         if kind == "joined":
             self.room, self.seat, self.over = frame["room"], frame["seat"], False

@@ -211,6 +211,8 @@ function onFrame(f) {
       return render();
     case "error":
       return onError(f, asked);
+    case "rating": // kept by accounts.js; shown under the outcome of the room on screen
+      return app.screen === "room" ? render() : undefined;
     default:
       return undefined;
   }
