@@ -514,9 +514,9 @@ class Player:
             await self._queue()  # queueing belongs to the connection: queue again
 
     async def on_frame(self, frame: Frame) -> None:
-        if self.done.done():
-            return  # finished: "result: ..." stays the last line, whatever arrives before the close
         kind = frame["type"]
+        if self.done.done() and kind != "rating":
+            return  # finished: only the game's rating change may follow "result: ..."
         if kind == "joined":
             self.room, self.seat, self.over = frame["room"], frame["seat"], False
             self.game = frame.get("game", self.game)
