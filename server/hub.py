@@ -14,7 +14,7 @@ import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -28,6 +28,9 @@ from server.clock import Clock, Timer
 from server.config import ServerConfig
 from server.rng import SystemShuffle
 from server.room import Chooser, Peer, Player, Room, RoomHooks, Thinker
+
+if TYPE_CHECKING:
+    from server.cluster.node import ClusterNode
 
 log = logging.getLogger("stacko.hub")
 
@@ -158,6 +161,8 @@ class Hub:
         )
         self._bot_rng = rng_factory()
         self._ids = ids if ids is not None else random.SystemRandom()
+        self.cluster: ClusterNode | None = None
+        """The node's link to the others (``server.cluster``); ``None`` on a single node."""
         self.revive: Callable[[str], Session | None] | None = None
         """Token -> a session restored from the store (``server.store.recorder.recover``)."""
 
@@ -248,6 +253,8 @@ class Hub:
         return allowed
 
     def disconnected(self, peer: Peer, session: Session | None) -> None:
+        if self.cluster is not None:
+            self.cluster.disconnected(peer, session)
         for code in self.watching.pop(peer, set()):
             room = self.rooms.get(code)
             if room is not None:
@@ -288,6 +295,8 @@ class Hub:
             raise
 
     def _dispatch(self, peer: Peer, session: Session, msg: messages.ClientMessage) -> None:
+        if self.cluster is not None and self.cluster.intercepts(peer, session, msg):
+            return  # another node's room, or the cluster's queue and lobby
         match msg:  # moves first: nearly every frame is one
             case messages.MoveMessage():
                 room, seat = self._my_seat(peer, session, msg.room)
@@ -345,6 +354,10 @@ class Hub:
             room.listed_at = 0
             self.listed[None].removed()
             self.listed[room.spec.name].removed()
+        else:
+            return
+        if self.cluster is not None:
+            self.cluster.listing(room, listable)
 
     def _games_info(self) -> list[dict[str, Any]]:
         """Built once: the options' JSON Schemas cost about 2 ms to make."""
@@ -431,6 +444,8 @@ class Hub:
         return room
 
     def _room_code(self) -> str:
+        if self.cluster is not None:
+            return self.cluster.claim_code()  # unique in the whole cluster
         while True:
             code = "".join(self._ids.choice(ROOM_ALPHABET) for _ in range(ROOM_CODE_LENGTH))
             if code not in self.rooms:
@@ -438,6 +453,8 @@ class Hub:
 
     def _close_room(self, room: Room) -> None:
         self.rooms.pop(room.code, None)
+        if self.cluster is not None:
+            self.cluster.room_closed(room)
         self.bot_rooms.discard(room.code)
         self._status_changed(room)
         self.closed += 1
