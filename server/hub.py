@@ -197,6 +197,8 @@ class Hub:
         session = self.sessions.get(msg.token) if msg.token else None
         if session is None and msg.token and self.revive is not None:
             session = self.revive(msg.token)  # a session from before a restart
+        if session is None and msg.token and self.cluster is not None:
+            return self.cluster.resume(peer, msg)  # a session of another node, maybe
         resumed = session is not None
         if session is None:
             session = Session(self._token(), msg.name)
@@ -214,24 +216,26 @@ class Hub:
                 self._unqueue(session)  # queueing belongs to the connection (PROTOCOL.md)
             session.name = msg.name
         session.peer = peer
-        cfg = self.config
-        peer.send(
-            frames.reply(
-                "welcome", msg.id, protocol=messages.PROTOCOL_VERSION, session=session.token,
-                name=session.name, resumed=resumed, rooms=sorted(session.rooms),
-                server=SERVER_VERSION,
-                limits={
-                    "max_frame_bytes": cfg.max_frame_bytes, "rate_per_second": cfg.rate_per_second,
-                    "burst": cfg.burst, "hello_timeout_s": cfg.hello_timeout_s,
-                    "reconnect_grace_s": cfg.reconnect_grace_s,
-                },
-            )
-        )  # fmt: skip
+        peer.send(self.welcome(session, msg.id, resumed, sorted(session.rooms)))
         for room in list(session.rooms.values()):
             seat = room.seat_of(session)
             if seat is not None:
                 room.returned(seat, peer)
         return session
+
+    def welcome(
+        self, session: Session, request_id: frames.RequestId, resumed: bool, rooms: list[str]
+    ) -> bytes:
+        cfg = self.config
+        return frames.reply(
+            "welcome", request_id, protocol=messages.PROTOCOL_VERSION, session=session.token,
+            name=session.name, resumed=resumed, rooms=rooms, server=SERVER_VERSION,
+            limits={
+                "max_frame_bytes": cfg.max_frame_bytes, "rate_per_second": cfg.rate_per_second,
+                "burst": cfg.burst, "hello_timeout_s": cfg.hello_timeout_s,
+                "reconnect_grace_s": cfg.reconnect_grace_s,
+            },
+        )  # fmt: skip
 
     def _hello_allowed(self, ip: str) -> bool:
         """A token bucket per address; buckets that refilled are forgotten now and then, so
@@ -465,6 +469,8 @@ class Hub:
     def _take_seat(self, peer: Peer, session: Session, room: Room, seat: int | None) -> int:
         seat = room.seat(Player(session.name, peer=peer, session=session), seat)
         session.rooms[room.code] = room
+        if self.cluster is not None:
+            self.cluster.seated(session, room)  # findable from any node (resume)
         return seat
 
     def _create(self, peer: Peer, session: Session, msg: messages.CreateRoom) -> None:

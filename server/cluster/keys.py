@@ -38,6 +38,15 @@ def lobby(game: str | None) -> str:
     return f"stacko:lobby:{game or '*'}"
 
 
+def session(token_hash: str) -> str:
+    """Hash: room code -> owner node, for each room where the session took a seat (the
+    session directory: a client resumes through any node). Expires a day after the last seat."""
+    return f"stacko:sess:{token_hash}"
+
+
+SESSION_TTL_S = 86_400
+
+
 def token_hash(token: str) -> str:
     """What is kept of a session token outside the node it came from."""
     return hashlib.sha256(token.encode()).hexdigest()[:32]

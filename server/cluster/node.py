@@ -377,6 +377,64 @@ class ClusterNode:
         for node in self.touched.pop(peer, ()):
             self.post(node, ["gone", self.node_id, conn])
 
+    def seated(self, session: Session, room: Room) -> None:
+        token = session.token
+        h = token[1:] if token.startswith("?") else keys.token_hash(token)
+        self.command("hset", keys.session(h), room.code, self.node_id)
+        self.command("expire", keys.session(h), keys.SESSION_TTL_S)
+
+    def resume(self, peer: Peer, msg: messages.Hello) -> Session:
+        """``hello`` with a token this node does not know: maybe a session of another node
+        (the client's node died, or its connection moved). The welcome waits for the session
+        directory; an unknown token gets a fresh session, as on one node."""
+        assert msg.token is not None
+        session = Session(msg.token, msg.name, peer=peer)
+        self.hub.sessions[msg.token] = session
+        if not self.up:
+            self._fresh(peer, session, msg)
+        else:
+            self._queue_op(peer, msg, lambda: self._resume(peer, session, msg))
+        return session
+
+    def _fresh(self, peer: Peer, session: Session, msg: messages.Hello) -> None:
+        hub = self.hub
+        if hub.sessions.get(session.token) is session:
+            del hub.sessions[session.token]
+        session.token = hub._token()
+        hub.sessions[session.token] = session
+        peer.send(hub.welcome(session, msg.id, False, []))
+
+    async def _resume(self, peer: Peer, session: Session, msg: messages.Hello) -> None:
+        try:
+            found: Any = await self.redis.hgetall(keys.session(keys.token_hash(session.token)))
+            rooms = {c.decode(): n.decode() for c, n in found.items()}
+            nodes = sorted(set(rooms.values()) - {self.node_id})
+            pipe = self.redis.pipeline(transaction=False)
+            for node in nodes:
+                pipe.exists(keys.lease(node))
+            alive = dict(zip(nodes, await pipe.execute(), strict=True))
+        except REDIS_ERRORS as exc:  # cannot look: a fresh session, as for an unknown token
+            self._redis_failed(exc)
+            rooms, alive = {}, {}
+        rooms = {c: n for c, n in rooms.items() if n in alive}
+        if not rooms:
+            self._fresh(peer, session, msg)
+            return
+        peer.send(self.hub.welcome(session, msg.id, True, sorted(rooms)))
+        conn = self._conn(peer)
+        for node in nodes:
+            if alive[node]:
+                self.touched.setdefault(peer, set()).add(node)
+                self.post(node, ["resume", self.node_id, conn, session.token, session.name])
+        for code, node in sorted(rooms.items()):
+            if not alive[node]:  # told at once what became of the room
+                stopped = busy(f"room {code} is on a node that stopped")
+                stopped.message = (
+                    f"room {code} is on a node that stopped; its game comes back when that "
+                    "node restarts: resume again later"
+                )
+                peer.send(frames.from_exception(stopped, room=code))
+
     def _conn(self, peer: Peer) -> int:
         conn = self.conn_ids.get(peer)
         if conn is None:
@@ -461,6 +519,8 @@ class ClusterNode:
     def _session_for(self, token: str, name: str, peer: RemotePeer) -> Session:
         hub = self.hub
         session = hub.sessions.get(token)
+        if session is None and hub.revive is not None:
+            session = hub.revive(token)  # seated here before this node restarted
         if session is None:
             session = self.by_hash.pop(keys.token_hash(token), None)
             if session is not None:
@@ -501,6 +561,17 @@ class ClusterNode:
             peer.send(frames.error(ErrorCode.INTERNAL_ERROR, "internal error"))
         finally:
             self._applying = False
+
+    def _resume_here(self, node: str, conn: int, token: str, name: str) -> None:
+        """A client resumed through ``node``: its seats here get the new connection."""
+        hub = self.hub
+        known = (
+            token in hub.sessions
+            or keys.token_hash(token) in self.by_hash
+            or (hub.revive is not None and hub.revive(token) is not None)
+        )
+        if known:
+            self._session_for(token, name, self._remote(node, conn))
 
     def _gone(self, node: str, conn: int) -> None:
         peer = self.remote.pop((node, conn), None)
@@ -635,6 +706,8 @@ class ClusterNode:
             self._apply(item[1], item[2], item[3], item[4], item[5])
         elif kind == "gone":
             self._gone(item[1], item[2])
+        elif kind == "resume":
+            self._resume_here(item[1], item[2], item[3], item[4])
         elif kind == "matched":
             self._matched(item[1], item[2])
 

@@ -255,3 +255,40 @@ async def test_redis_restart_mid_game(cluster, redis_server):
     await game.move()  # bob, through his node, again
     await game.move()
     cl.h.final_checks()
+
+
+async def test_resume_through_a_node_other_than_the_owner(cluster):
+    """Bob plays through node 1, then his connection moves to node 2 (which never saw his
+    session): he resumes there, gets his seat and view back, and plays on."""
+    cl = await cluster(3, reconnect_grace_s=30)
+    alice = await cl.client(0, "alice")
+    bob = await cl.client(1, "bob")
+    code = await cl.h.create(alice)
+    assert (await bob.call("join", room=code))["type"] == "joined"
+    cl.h.snap(code)
+    game = Game(cl.h, code, [alice, bob], [])
+    seq = cl.nodes[0].hub.rooms[code].seq
+    await bob.expect("state", room=code, seq=seq)
+    await game.move()
+    await game.move()
+    token = bob.token
+    await bob.ws.close()
+    await alice.expect("room", room=code, text="bob disconnected")
+    bob2 = await Client.open(cl.nodes[2].url, "bob@n2")
+    cl.h.clients.append(bob2)
+    welcome = await bob2.hello("bob", token)
+    assert welcome["resumed"] is True and welcome["rooms"] == [code], welcome
+    again = await bob2.expect("joined", room=code)
+    assert again["seat"] == 1
+    state = await bob2.expect("state", room=code)
+    assert state["seq"] == cl.nodes[0].hub.rooms[code].seq
+    await alice.expect("room", room=code, text="bob reconnected")
+    game.seats[1] = bob2
+    await game.move()
+    await game.move()
+    # an unknown token through any node: a fresh session, as on one node
+    stranger = await Client.open(cl.nodes[1].url, "stranger")
+    cl.h.clients.append(stranger)
+    fresh = await stranger.hello("stranger", "x" * 32)
+    assert fresh["resumed"] is False and fresh["session"] != "x" * 32 and fresh["rooms"] == []
+    cl.h.final_checks()
