@@ -197,31 +197,47 @@ class Hub:
         session = self.sessions.get(msg.token) if msg.token else None
         if session is None and msg.token and self.revive is not None:
             session = self.revive(msg.token)  # a session from before a restart
-        if session is None and msg.token and self.cluster is not None:
-            return self.cluster.resume(peer, msg)  # a session of another node, maybe
+        if msg.token and self.cluster is not None:  # its rooms may be on other nodes
+            return self.cluster.resume(peer, msg, session)
         resumed = session is not None
         if session is None:
             session = Session(self._token(), msg.name)
             self.sessions[session.token] = session
         else:
-            if session.expiry is not None:
-                session.expiry.cancel()
-                session.expiry = None
-            old = session.peer
-            if old is not None and old is not peer:
-                # The newer connection wins; the old one's disconnect is then ignored.
-                replace = getattr(old, "replace", None)
-                if replace is not None:
-                    replace()
-                self._unqueue(session)  # queueing belongs to the connection (PROTOCOL.md)
-            session.name = msg.name
+            self.adopt(session, peer, msg.name)
         session.peer = peer
-        peer.send(self.welcome(session, msg.id, resumed, sorted(session.rooms)))
+        self.welcome_back(peer, session, msg.id, resumed, sorted(session.rooms))
+        return session
+
+    def adopt(self, session: Session, peer: Peer, name: str) -> None:
+        """A known session on a new connection: the newer connection wins."""
+        if session.expiry is not None:
+            session.expiry.cancel()
+            session.expiry = None
+        old = session.peer
+        if old is not None and old is not peer:
+            # The newer connection wins; the old one's disconnect is then ignored.
+            replace = getattr(old, "replace", None)
+            if replace is not None:
+                replace()
+            self._unqueue(session)  # queueing belongs to the connection (PROTOCOL.md)
+        session.name = name
+        session.peer = peer
+
+    def welcome_back(
+        self,
+        peer: Peer,
+        session: Session,
+        request_id: frames.RequestId,
+        resumed: bool,
+        rooms: list[str],
+    ) -> None:
+        """The welcome, then each room of this node where the session holds a seat."""
+        peer.send(self.welcome(session, request_id, resumed, rooms))
         for room in list(session.rooms.values()):
             seat = room.seat_of(session)
             if seat is not None:
                 room.returned(seat, peer)
-        return session
 
     def welcome(
         self, session: Session, request_id: frames.RequestId, resumed: bool, rooms: list[str]

@@ -383,28 +383,36 @@ class ClusterNode:
         self.command("hset", keys.session(h), room.code, self.node_id)
         self.command("expire", keys.session(h), keys.SESSION_TTL_S)
 
-    def resume(self, peer: Peer, msg: messages.Hello) -> Session:
-        """``hello`` with a token this node does not know: maybe a session of another node
-        (the client's node died, or its connection moved). The welcome waits for the session
-        directory; an unknown token gets a fresh session, as on one node."""
+    def resume(self, peer: Peer, msg: messages.Hello, session: Session | None) -> Session:
+        """``hello`` with a token: its session may hold seats on other nodes (the client's
+        node died, or its connection moved). The welcome waits for the session directory;
+        a token known nowhere gets a fresh session, as on one node."""
         assert msg.token is not None
-        session = Session(msg.token, msg.name, peer=peer)
-        self.hub.sessions[msg.token] = session
+        known = session is not None
+        if session is None:
+            session = Session(msg.token, msg.name)
+            self.hub.sessions[msg.token] = session
+        self.hub.adopt(session, peer, msg.name)
         if not self.up:
-            self._fresh(peer, session, msg)
+            self._welcome(peer, session, msg, known, {})
         else:
-            self._queue_op(peer, msg, lambda: self._resume(peer, session, msg))
+            found = session
+            self._queue_op(peer, msg, lambda: self._resume(peer, found, msg, known))
         return session
 
-    def _fresh(self, peer: Peer, session: Session, msg: messages.Hello) -> None:
+    def _welcome(
+        self, peer: Peer, session: Session, msg: messages.Hello, known: bool, rooms: dict[str, str]
+    ) -> None:
         hub = self.hub
-        if hub.sessions.get(session.token) is session:
-            del hub.sessions[session.token]
-        session.token = hub._token()
-        hub.sessions[session.token] = session
-        peer.send(hub.welcome(session, msg.id, False, []))
+        if not known and not rooms:  # a fresh session
+            if hub.sessions.get(session.token) is session:
+                del hub.sessions[session.token]
+            session.token = hub._token()
+            hub.sessions[session.token] = session
+        codes = sorted(set(session.rooms) | set(rooms))
+        hub.welcome_back(peer, session, msg.id, known or bool(rooms), codes)
 
-    async def _resume(self, peer: Peer, session: Session, msg: messages.Hello) -> None:
+    async def _resume(self, peer: Peer, session: Session, msg: messages.Hello, known: bool) -> None:
         try:
             found: Any = await self.redis.hgetall(keys.session(keys.token_hash(session.token)))
             rooms = {c.decode(): n.decode() for c, n in found.items()}
@@ -413,14 +421,13 @@ class ClusterNode:
             for node in nodes:
                 pipe.exists(keys.lease(node))
             alive = dict(zip(nodes, await pipe.execute(), strict=True))
-        except REDIS_ERRORS as exc:  # cannot look: a fresh session, as for an unknown token
+        except REDIS_ERRORS as exc:  # cannot look: what this node knows
             self._redis_failed(exc)
             rooms, alive = {}, {}
         rooms = {c: n for c, n in rooms.items() if n in alive}
+        self._welcome(peer, session, msg, known, rooms)
         if not rooms:
-            self._fresh(peer, session, msg)
             return
-        peer.send(self.hub.welcome(session, msg.id, True, sorted(rooms)))
         conn = self._conn(peer)
         for node in nodes:
             if alive[node]:
