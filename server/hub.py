@@ -14,7 +14,7 @@ import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -28,9 +28,6 @@ from server.clock import Clock, Timer
 from server.config import ServerConfig
 from server.rng import SystemShuffle
 from server.room import Chooser, Peer, Player, Room, RoomHooks, Thinker
-
-if TYPE_CHECKING:
-    from server.cluster.node import ClusterNode
 
 log = logging.getLogger("stacko.hub")
 
@@ -56,6 +53,25 @@ def address_key(ip: str) -> str:
             return str(address.ipv4_mapped)
         return str(ipaddress.IPv6Network((address, 64), strict=False))
     return ip
+
+
+class Cluster(Protocol):
+    """What the hub asks of ``server.cluster.node.ClusterNode`` (a protocol: the hub is
+    compiled, the cluster is not, and needs nothing of it at runtime)."""
+
+    def intercepts(self, peer: Peer, session: Session, msg: messages.ClientMessage) -> bool: ...
+
+    def resume(self, peer: Peer, msg: messages.Hello, session: Session | None) -> Session: ...
+
+    def disconnected(self, peer: Peer, session: Session | None) -> None: ...
+
+    def claim_code(self) -> str: ...
+
+    def listing(self, room: Room, listable: bool) -> None: ...
+
+    def room_closed(self, room: Room) -> None: ...
+
+    def seated(self, session: Session, room: Room) -> None: ...
 
 
 @dataclass(eq=False)
@@ -161,7 +177,7 @@ class Hub:
         )
         self._bot_rng = rng_factory()
         self._ids = ids if ids is not None else random.SystemRandom()
-        self.cluster: ClusterNode | None = None
+        self.cluster: Cluster | None = None
         """The node's link to the others (``server.cluster``); ``None`` on a single node."""
         self.revive: Callable[[str], Session | None] | None = None
         """Token -> a session restored from the store (``server.store.recorder.recover``)."""
