@@ -94,7 +94,7 @@ class RemotePeer:
 
     def _post(self, frame: bytes) -> None:
         self.cluster.frames_out += 1
-        self.cluster.post(self.node, ["out", self.conn, frame.decode()])
+        self.cluster.post(self.node, b"o%d %b" % (self.conn, frame))
 
 
 class ClusterNode:
@@ -135,7 +135,7 @@ class ClusterNode:
         self.tickets: dict[int, tuple[Session, str]] = {}
         """Per local connection waiting for a quick match: its session and its ticket."""
         self._pending: dict[Peer, list[tuple[Any, Callable[[], Awaitable[None]]]]] = {}
-        self._out: dict[str, list[Any]] = {}
+        self._out: dict[str, list[bytes]] = {}
         self._cmds: list[tuple[Any, ...]] = []
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -190,7 +190,7 @@ class ClusterNode:
             if room.listed_at:
                 self._lobby_cmds(pipe, room, True)
         if fresh:
-            pipe.xadd(self.inbox, {"m": b"[]"}, maxlen=INBOX_MAXLEN, approximate=True)
+            pipe.xadd(self.inbox, {"0": b"j[]"}, maxlen=INBOX_MAXLEN, approximate=True)
         results = await pipe.execute()
         if fresh:
             self._last_id = results[-1].decode()
@@ -375,7 +375,7 @@ class ClusterNode:
             ticket[0].queued_for = None
             self.command("zrem", keys.queue(ticket[1].split("|", 5)[4]), ticket[1])
         for node in self.touched.pop(peer, ()):
-            self.post(node, ["gone", self.node_id, conn])
+            self.post_item(node, ["gone", self.node_id, conn])
 
     def seated(self, session: Session, room: Room) -> None:
         token = session.token
@@ -432,7 +432,7 @@ class ClusterNode:
         for node in nodes:
             if alive[node]:
                 self.touched.setdefault(peer, set()).add(node)
-                self.post(node, ["resume", self.node_id, conn, session.token, session.name])
+                self.post_item(node, ["resume", self.node_id, conn, session.token, session.name])
         for code, node in sorted(rooms.items()):
             if not alive[node]:  # told at once what became of the room
                 stopped = busy(f"room {code} is on a node that stopped")
@@ -481,8 +481,8 @@ class ClusterNode:
         conn = self._conn(peer)
         self.touched.setdefault(peer, set()).add(node)
         self.requests_out += 1
-        text = msg.model_dump_json()
-        self.post(node, ["req", self.node_id, conn, session.token, session.name, text])
+        head = orjson.dumps([self.node_id, conn, session.token, session.name])
+        self.post(node, b"r%b\n%b" % (head, msg.model_dump_json().encode()))
 
     def _queue_op(self, peer: Peer, msg: Any, op: Callable[[], Awaitable[None]]) -> None:
         """Runs ``op`` after the peer's earlier cluster operations: its requests keep their
@@ -645,7 +645,7 @@ class ClusterNode:
                 osession = self.by_hash[ohash] = Session(f"?{ohash}", oname)
             osession.peer = opeer
             self.remote_sessions[opeer] = osession
-            self.post(node, ["matched", int(oconn), self.node_id])
+            self.post_item(node, ["matched", int(oconn), self.node_id])
         pair = ((opeer, osession, None), (peer, session, msg.id))
         for s, (p, who, _) in enumerate(pair):
             hub._take_seat(p, who, room, s)
@@ -674,7 +674,7 @@ class ClusterNode:
         if entry is not None:
             entry[0].queued_for = None
         if peer is None:
-            self.post(owner, ["gone", self.node_id, conn])
+            self.post_item(owner, ["gone", self.node_id, conn])
             return
         self.touched.setdefault(peer, set()).add(owner)
 
@@ -696,32 +696,45 @@ class ClusterNode:
                     sent_ms = int(self._last_id.split("-")[0])
                     self.inbox_lag_s = max(0.0, time.time() - sent_ms / 1e3)
                     try:
-                        for item in orjson.loads(fields[b"m"]):
-                            self._dispatch(item)
+                        for value in fields.values():
+                            self._dispatch(value)
                     except Exception:
                         log.exception("a bad inbox entry %s", self._last_id)
 
-    def _dispatch(self, item: list[Any]) -> None:
-        kind = item[0]
-        if kind == "out":
-            peer = self.local.get(item[1])
+    def _dispatch(self, value: bytes) -> None:
+        """One inbox message: ``o<conn> <frame>`` (a frame for a local client),
+        ``r<json head>\\n<request>`` (a forwarded request), or ``j<json list>``."""
+        kind = value[:1]
+        if kind == b"o":
+            conn, frame = value[1:].split(b" ", 1)
+            peer = self.local.get(int(conn))
             self.frames_in += 1
             if peer is not None:
                 deliver = getattr(peer, "deliver", None)
-                (deliver or peer.send)(item[2].encode())
-        elif kind == "req":
-            self._apply(item[1], item[2], item[3], item[4], item[5])
-        elif kind == "gone":
+                (deliver or peer.send)(frame)
+            return
+        if kind == b"r":
+            head, text = value[1:].split(b"\n", 1)
+            node, conn, token, name = orjson.loads(head)
+            self._apply(node, conn, token, name, text.decode())
+            return
+        item = orjson.loads(value[1:])
+        what = item[0] if item else None  # the empty entry a node starts its inbox with
+        if what == "gone":
             self._gone(item[1], item[2])
-        elif kind == "resume":
+        elif what == "resume":
             self._resume_here(item[1], item[2], item[3], item[4])
-        elif kind == "matched":
+        elif what == "matched":
             self._matched(item[1], item[2])
 
     # -- writing ----------------------------------------------------------------------------
 
-    def post(self, node: str, item: list[Any]) -> None:
-        """Queue ``item`` for ``node``'s inbox; sent with this loop turn's pipeline."""
+    def post_item(self, node: str, item: list[Any]) -> None:
+        self.post(node, b"j" + orjson.dumps(item))
+
+    def post(self, node: str, item: bytes) -> None:
+        """Queue ``item`` for ``node``'s inbox; sent with this loop turn's pipeline (one
+        stream entry per node and turn, one field per message: no escaping of frames)."""
         out = self._out.get(node)
         if out is None:
             self._out[node] = [item]
@@ -752,9 +765,8 @@ class ClusterNode:
         self._out, self._cmds = {}, []
         pipe = self.redis.pipeline(transaction=False)
         for node, items in out.items():
-            pipe.xadd(
-                keys.inbox(node), {"m": orjson.dumps(items)}, maxlen=INBOX_MAXLEN, approximate=True
-            )
+            fields: dict[Any, Any] = {str(i): item for i, item in enumerate(items)}
+            pipe.xadd(keys.inbox(node), fields, maxlen=INBOX_MAXLEN, approximate=True)
         for cmd in cmds:
             if cmd[0] == "lobby":
                 self._lobby_cmds(pipe, cmd[1], cmd[2])
@@ -767,15 +779,17 @@ class ClusterNode:
             raise
         self.up = True
 
-    def _undelivered(self, out: dict[str, list[Any]]) -> None:
+    def _undelivered(self, out: dict[str, list[bytes]]) -> None:
         """Requests that could not be forwarded get ``server_busy`` (never silence)."""
         for items in out.values():
             for item in items:
-                if item[0] == "req" and item[1] == self.node_id:
-                    peer = self.local.get(item[2])
+                if item[:1] == b"r":
+                    head, text = item[1:].split(b"\n", 1)
+                    conn = orjson.loads(head)[1]
+                    peer = self.local.get(conn)
                     if peer is not None:
                         exc = busy("the request could not be forwarded")
-                        exc.request_id = orjson.loads(item[5]).get("id")
+                        exc.request_id = orjson.loads(text).get("id")
                         peer.send(frames.from_exception(exc))
 
     def _spawn(self, coro: Awaitable[None]) -> None:
