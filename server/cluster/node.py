@@ -53,10 +53,12 @@ FORWARDED = (
     messages.Leave,
 )
 """Requests about one room, sent to the room's owner when it is another node."""
-CODE_POOL = 64
+CODE_POOL = 256
 """Room codes each node claims ahead (``HSETNX``), so creating a room never waits on Redis."""
 INBOX_MAXLEN = 100_000
 """Entries an inbox stream keeps (approximately): a node that was away does not need more."""
+REDIS_CONNECTIONS = 32
+"""Connections one node opens to Redis at most (one is the inbox reader's)."""
 BLOCK_MS = 500
 """How long one XREAD waits for the inbox (a stopping node's reader ends within it)."""
 REDIS_ERRORS = (RedisError, OSError, asyncio.TimeoutError)
@@ -97,6 +99,26 @@ class RemotePeer:
         self.cluster.post(self.node, b"o%d %b" % (self.conn, frame))
 
 
+class Ticket:
+    """A local connection's quick-match ticket. ``queued`` is answered exactly once, and
+    before the match's frames: the pairing may come (from this node or another) before the
+    script that queued the ticket has returned here."""
+
+    __slots__ = ("game", "replied", "rid", "session", "text")
+
+    def __init__(self, session: Session, text: str, game: str, rid: frames.RequestId) -> None:
+        self.session = session
+        self.text = text
+        self.game = game
+        self.rid = rid
+        self.replied = False
+
+    def queued(self, peer: Peer, waiting: int) -> None:
+        if not self.replied:
+            self.replied = True
+            peer.send(frames.reply("queued", self.rid, game=self.game, waiting=waiting))
+
+
 class ClusterNode:
     def __init__(
         self,
@@ -111,9 +133,13 @@ class ClusterNode:
         self.node_id = node_id
         self.lease_s = lease_s
         self.gate = gate
-        self.redis = aioredis.Redis.from_url(
-            url, socket_timeout=max(1.0, lease_s / 3), socket_connect_timeout=1.0
-        )
+        # A bounded pool that waits for a free connection: a burst of requests (a thousand
+        # quick-match tickets at once) queues for a moment instead of failing.
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url, max_connections=REDIS_CONNECTIONS, timeout=max(1.0, lease_s / 3),
+            socket_timeout=max(1.0, lease_s / 3), socket_connect_timeout=1.0,
+        )  # fmt: skip
+        self.redis = aioredis.Redis(connection_pool=pool)
         self.up = False
         """Whether the last Redis command worked (``/healthz``, and the fast refusals)."""
         self.inbox = keys.inbox(node_id)
@@ -132,7 +158,7 @@ class ClusterNode:
         self.owners: dict[str, str] = {}
         """Room code -> owner node (a cache; a wrong entry only costs an error reply)."""
         self.codes: list[str] = []
-        self.tickets: dict[int, tuple[Session, str]] = {}
+        self.tickets: dict[int, Ticket] = {}
         """Per local connection waiting for a quick match: its session and its ticket."""
         self._pending: dict[Peer, list[tuple[Any, Callable[[], Awaitable[None]]]]] = {}
         self._out: dict[str, list[bytes]] = {}
@@ -141,7 +167,7 @@ class ClusterNode:
         self._tasks: list[asyncio.Task[None]] = []
         self._last_id = "0-0"
         self._applying = False
-        self._refilling = False
+        self._refill_lock = asyncio.Lock()
         self._stopping = False
         self._stop_event = asyncio.Event()
         # figures for /metrics
@@ -213,6 +239,7 @@ class ClusterNode:
                 self.up = True
                 await self._check_remote_nodes()
                 await self._queue_sizes()
+                self._forget_sessions()
                 if len(self.codes) < CODE_POOL // 2:
                     await self._refill_codes()
             except REDIS_ERRORS as exc:
@@ -223,6 +250,14 @@ class ClusterNode:
         if self.up:
             log.warning("Redis unreachable: %s", exc)
         self.up = False
+
+    def _forget_sessions(self) -> None:
+        """Drop the hash index's sessions the hub has let go (expired, seatless)."""
+        sessions = self.hub.sessions
+        if len(self.by_hash) > 2 * len(sessions) + 1024:
+            self.by_hash = {
+                h: s for h, s in self.by_hash.items() if s.rooms or sessions.get(s.token) is s
+            }
 
     async def _check_remote_nodes(self) -> None:
         """The clients of a node whose lease expired are gone: their seats get the grace."""
@@ -255,25 +290,23 @@ class ClusterNode:
         return self.codes.pop()
 
     async def _refill_codes(self) -> None:
-        if self._refilling:
-            return
-        self._refilling = True
-        try:
-            ids = self.hub._ids
-            while len(self.codes) < CODE_POOL:
-                want = [
-                    "".join(ids.choice(ROOM_ALPHABET) for _ in range(ROOM_CODE_LENGTH))
-                    for _ in range(CODE_POOL - len(self.codes))
-                ]
-                pipe = self.redis.pipeline(transaction=False)
-                for code in want:
-                    pipe.hsetnx(keys.ROOMS, code, self.node_id)
-                got = await pipe.execute()
-                self.codes.extend(c for c, ok in zip(want, got, strict=True) if ok)
-        except REDIS_ERRORS as exc:
-            self._redis_failed(exc)
-        finally:
-            self._refilling = False
+        async with self._refill_lock:  # one refill at a time; a waiter finds the pool full
+            if len(self.codes) >= CODE_POOL // 2:
+                return
+            try:
+                ids = self.hub._ids
+                while len(self.codes) < CODE_POOL:
+                    want = [
+                        "".join(ids.choice(ROOM_ALPHABET) for _ in range(ROOM_CODE_LENGTH))
+                        for _ in range(CODE_POOL - len(self.codes))
+                    ]
+                    pipe = self.redis.pipeline(transaction=False)
+                    for code in want:
+                        pipe.hsetnx(keys.ROOMS, code, self.node_id)
+                    got = await pipe.execute()
+                    self.codes.extend(c for c, ok in zip(want, got, strict=True) if ok)
+            except REDIS_ERRORS as exc:
+                self._redis_failed(exc)
 
     def room_closed(self, room: Room) -> None:
         self.command("hdel", keys.ROOMS, room.code)
@@ -372,8 +405,8 @@ class ClusterNode:
         self._pending.pop(peer, None)
         ticket = self.tickets.pop(conn, None)
         if ticket is not None:
-            ticket[0].queued_for = None
-            self.command("zrem", keys.queue(ticket[1].split("|", 5)[4]), ticket[1])
+            ticket.session.queued_for = None
+            self.command("zrem", keys.queue(ticket.game), ticket.text)
         for node in self.touched.pop(peer, ()):
             self.post_item(node, ["gone", self.node_id, conn])
 
@@ -502,6 +535,7 @@ class ClusterNode:
                 try:
                     await op()
                 except REDIS_ERRORS as exc:
+                    log.warning("a cluster request failed: %r", exc)
                     self._redis_failed(exc)
                     raise busy("cannot complete the request") from None
             except ProtocolError as exc:
@@ -529,7 +563,7 @@ class ClusterNode:
         if session is None and hub.revive is not None:
             session = hub.revive(token)  # seated here before this node restarted
         if session is None:
-            session = self.by_hash.pop(keys.token_hash(token), None)
+            session = self.by_hash.get(keys.token_hash(token))
             if session is not None:
                 session.token = token
             else:
@@ -540,6 +574,8 @@ class ClusterNode:
             session.expiry = None
         old = session.peer
         if old is not peer:
+            # Quick match finds a remote player's session by its token's hash.
+            self.by_hash[keys.token_hash(token)] = session
             session.peer = peer
             replace = getattr(old, "replace", None)
             if replace is not None:
@@ -604,22 +640,28 @@ class ClusterNode:
 
     async def _match_now(self, peer: Peer, session: Session, msg: messages.QuickMatch) -> None:
         conn = self._conn(peer)
+        if not self.codes:  # a burst used the codes claimed ahead: claim more first
+            await self._refill_codes()
         mine = keys.token_hash(session.token)
         ticket = f"{self.node_id}|{conn}|{mine}|{next(self._ids)}|{msg.game}|{session.name}"
+        mine_t = self.tickets[conn] = Ticket(session, ticket, msg.game, msg.id)
         try:
             found = await self._match(
                 keys=[keys.queue(msg.game), keys.TICKETS], args=[ticket, mine, keys.LEASE_PREFIX]
             )
         except BaseException:
             session.queued_for = None
+            if self.tickets.get(conn) is mine_t:
+                del self.tickets[conn]
             raise
         if isinstance(found, int):
             if self.conn_ids.get(peer) != conn:  # it left while the script ran
                 self.command("zrem", keys.queue(msg.game), ticket)
                 return
-            self.tickets[conn] = (session, ticket)
-            peer.send(frames.reply("queued", msg.id, game=msg.game, waiting=found))
+            mine_t.queued(peer, found)  # unless a match already came (and said it first)
             return
+        if self.tickets.get(conn) is mine_t:
+            del self.tickets[conn]
         session.queued_for = None
         other = found.decode()
         node, oconn, ohash, _, _, oname = other.split("|", 5)
@@ -633,16 +675,19 @@ class ClusterNode:
         hub = self.hub
         if node == self.node_id:
             opeer = self.local.get(int(oconn))
-            osession = self.tickets.pop(int(oconn), (None, ""))[0]
-            if opeer is None or osession is None:  # cannot happen: leaving removes the ticket
+            theirs = self.tickets.pop(int(oconn), None)
+            if opeer is None or theirs is None:  # cannot happen: leaving removes the ticket
                 hub._close_room(room)
                 raise busy("the match was lost")
+            theirs.queued(opeer, 1)
+            osession = theirs.session
             osession.queued_for = None
         else:
             opeer = self._remote(node, int(oconn))
-            osession = self.by_hash.get(ohash)
-            if osession is None:
-                osession = self.by_hash[ohash] = Session(f"?{ohash}", oname)
+            known = self.by_hash.get(ohash)
+            if known is None:
+                known = self.by_hash[ohash] = Session(f"?{ohash}", oname)
+            osession = known
             osession.peer = opeer
             self.remote_sessions[opeer] = osession
             self.post_item(node, ["matched", int(oconn), self.node_id])
@@ -658,8 +703,7 @@ class ClusterNode:
         entry = self.tickets.get(conn) if conn is not None else None
         if entry is None:
             raise ProtocolError(ErrorCode.NOT_QUEUED, "you are not waiting for a match")
-        game = entry[1].split("|", 5)[4]
-        removed = await self.redis.zrem(keys.queue(game), entry[1])
+        removed = await self.redis.zrem(keys.queue(entry.game), entry.text)
         if not removed:  # already paired: the joined frames are on their way
             raise ProtocolError(ErrorCode.NOT_QUEUED, "you are not waiting for a match")
         if conn is not None:
@@ -672,7 +716,9 @@ class ClusterNode:
         entry = self.tickets.pop(conn, None)
         peer = self.local.get(conn)
         if entry is not None:
-            entry[0].queued_for = None
+            entry.session.queued_for = None
+            if peer is not None:
+                entry.queued(peer, 1)
         if peer is None:
             self.post_item(owner, ["gone", self.node_id, conn])
             return

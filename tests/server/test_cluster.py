@@ -182,16 +182,17 @@ async def test_quick_match_pairs_each_ticket_exactly_once(cluster):
     nobody with themselves, none left behind."""
     cl = await cluster(3)
     rng = random.Random(3)
-    n = 120
-    clients = [await cl.client(i % 3, f"q{i}") for i in range(n)]
+    n = 1000
+    clients = await asyncio.gather(*(cl.client(i % 3, f"q{i}") for i in range(n)))
     cancelling = set(rng.sample(range(n), n // 5))
-    ids = [await c.request("quick_match", game="stacko") for c in clients]
+    ids = await asyncio.gather(*(c.request("quick_match", game="stacko") for c in clients))
     cancels = {i: await clients[i].request("cancel_match") for i in cancelling}
-    firsts = [await c.expect(id=rid) for c, rid in zip(clients, ids, strict=True)]
-    assert all(f["type"] in ("queued", "joined") for f in firsts), firsts
+    firsts = [await c.expect(id=rid, timeout=30) for c, rid in zip(clients, ids, strict=True)]
+    odd = [f for f in firsts if f["type"] not in ("queued", "joined")]
+    assert not odd, odd[:3]
     cancelled = set()
     for i, rid in cancels.items():
-        answer = await clients[i].expect(id=rid)
+        answer = await clients[i].expect(id=rid, timeout=30)
         if answer["type"] == "unqueued":
             cancelled.add(i)
         else:
@@ -201,6 +202,8 @@ async def test_quick_match_pairs_each_ticket_exactly_once(cluster):
     for i, c in enumerate(clients):
         joined = [f for f in c.frames if f["type"] == "joined"]
         assert len(joined) <= 1, (i, joined)
+        kinds = [f["type"] for f in c.frames if f["type"] in ("queued", "joined")]
+        assert kinds in ([], ["queued"], ["joined"], ["queued", "joined"]), (i, kinds)
         if joined:
             assert i not in cancelled
             rooms.setdefault(joined[0]["room"], []).append(i)
@@ -292,3 +295,31 @@ async def test_resume_through_a_node_other_than_the_owner(cluster):
     fresh = await stranger.hello("stranger", "x" * 32)
     assert fresh["resumed"] is False and fresh["session"] != "x" * 32 and fresh["rooms"] == []
     cl.h.final_checks()
+
+
+async def test_quick_match_with_a_session_the_owner_already_knows(cluster):
+    """X reached node 1 before (watching one of its rooms), then queues on node 0; Y on node 1
+    pairs with X: node 1 must seat X's known session, or X's forwarded moves would be refused."""
+    cl = await cluster(2)
+    host = await cl.client(1, "host")
+    code = await cl.h.create(host)
+    x = await cl.client(0, "x")
+    watched = await x.call("join", room=code, role="spectator")
+    assert watched["type"] == "joined", watched
+    queued = await x.call("quick_match", game="stacko")
+    assert queued["type"] == "queued", queued
+    y = await cl.client(1, "y")
+    joined = await y.call("quick_match", game="stacko")
+    assert joined["type"] == "joined", joined
+    room = joined["room"]
+    await x.expect("joined", room=room)
+    await x.expect("state", room=room)
+    await y.expect("state", room=room)
+    for _ in range(4):
+        mover, other = (x, y) if x.latest[room]["view"]["to_move"] == 0 else (y, x)
+        state = mover.latest[room]
+        reply = await mover.call(
+            "move", room=room, ply=state["view"]["ply"], move=state["legal"][0]
+        )
+        assert reply["type"] == "state", reply
+        await other.expect("state", room=room, seq=reply["seq"])
