@@ -208,18 +208,30 @@ class ClusterNode:
 
     async def _assert_lease(self, fresh: bool = False) -> None:
         """(Re)take the lease and re-assert what this node owns: after a start, a Redis
-        restart or an expired lease, the directory and the lobby hold this node's rooms again."""
+        restart or an expired lease, the directory, the session directory and the lobby hold
+        this node's rooms again, and the codes claimed ahead are claimed again (a code another
+        node took meanwhile is dropped from the pool)."""
         pipe = self.redis.pipeline(transaction=False)
         pipe.set(keys.lease(self.node_id), str(os.getpid()), px=int(self.lease_s * 1000))
         for code, room in self.hub.rooms.items():
             pipe.hset(keys.ROOMS, code, self.node_id)
             if room.listed_at:
                 self._lobby_cmds(pipe, room, True)
+            for player in room.players:
+                if player is not None and player.session is not None:
+                    self._seat_cmds(pipe, player.session, room)
         if fresh:
             pipe.xadd(self.inbox, {"0": b"j[]"}, maxlen=INBOX_MAXLEN, approximate=True)
+        pool = list(self.codes)
+        for code in pool:
+            pipe.hsetnx(keys.ROOMS, code, self.node_id)
         results = await pipe.execute()
+        if pool:
+            mine = await self.redis.hmget(keys.ROOMS, pool)
+            kept = {c for c, n in zip(pool, mine, strict=True) if n == self.node_id.encode()}
+            self.codes = [c for c in self.codes if c in kept]
         if fresh:
-            self._last_id = results[-1].decode()
+            self._last_id = results[-1 - len(pool)].decode()
         self.up = True
         await self._refill_codes()
 
@@ -411,10 +423,14 @@ class ClusterNode:
             self.post_item(node, ["gone", self.node_id, conn])
 
     def seated(self, session: Session, room: Room) -> None:
+        self._cmds.append(("seat", session, room))
+        self._wake.set()
+
+    def _seat_cmds(self, pipe: Any, session: Session, room: Room) -> None:
         token = session.token
         h = token[1:] if token.startswith("?") else keys.token_hash(token)
-        self.command("hset", keys.session(h), room.code, self.node_id)
-        self.command("expire", keys.session(h), keys.SESSION_TTL_S)
+        pipe.hset(keys.session(h), room.code, self.node_id)
+        pipe.expire(keys.session(h), keys.SESSION_TTL_S)
 
     def resume(self, peer: Peer, msg: messages.Hello, session: Session | None) -> Session:
         """``hello`` with a token: its session may hold seats on other nodes (the client's
@@ -816,6 +832,8 @@ class ClusterNode:
         for cmd in cmds:
             if cmd[0] == "lobby":
                 self._lobby_cmds(pipe, cmd[1], cmd[2])
+            elif cmd[0] == "seat":
+                self._seat_cmds(pipe, cmd[1], cmd[2])
             else:
                 getattr(pipe, cmd[0])(*cmd[1:])
         try:

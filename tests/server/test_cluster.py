@@ -5,14 +5,26 @@ from __future__ import annotations
 
 import asyncio
 import random
+import urllib.request
 from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
 from stacko_wire import Client, Game, Harness
 
 from server.app import Server
 from server.clock import SystemClock
+from server.cluster import keys
 from server.config import ServerConfig
+
+
+def fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return response.read().decode()
+
+
+async def health(node: Server) -> str:
+    return await asyncio.to_thread(fetch, node.http_url + "healthz")
 
 
 async def start_nodes(url: str, n: int, **config: Any) -> list[Server]:
@@ -130,8 +142,6 @@ async def test_unknown_rooms_and_codes_unique_across_nodes(cluster):
     assert nope["type"] == "error" and nope["code"] == "unknown_room", nope
     move = await c.call("move", room="ZZZZZZZZ", ply=0, move={"action": "draw"})
     assert move["type"] == "error" and move["code"] == "not_in_room", move
-    import redis.asyncio as aioredis
-
     r = aioredis.Redis.from_url(cl.nodes[0].config.redis_url)
     owners = await r.hgetall("stacko:rooms")
     await r.aclose()
@@ -249,14 +259,24 @@ async def test_redis_restart_mid_game(cluster, redis_server):
     move = mine["legal"][0]
     refused = await bob.call("move", room=code, ply=mine["view"]["ply"], move=move)
     assert refused["type"] == "error" and refused["code"] == "server_busy", refused
+    assert await health(cl.nodes[1]) == "ok\nredis: down\n"
     redis_server.start()
     for _ in range(100):
         if all(n.cluster.up for n in cl.nodes):
             break
         await asyncio.sleep(0.1)
     await asyncio.sleep(1.0)  # a lease round: the owner re-asserts its rooms
+    assert await health(cl.nodes[1]) == "ok\nredis: up\n"
     await game.move()  # bob, through his node, again
     await game.move()
+    # the session directory came back too: bob could resume through any node
+    r = aioredis.Redis.from_url(redis_server.url)
+    seats = await r.hgetall(keys.session(keys.token_hash(bob.token)))
+    await r.aclose()
+    assert seats == {code.encode(): b"n0"}
+    metrics = await asyncio.to_thread(fetch, cl.nodes[1].http_url + "metrics")
+    assert "stacko_cluster_redis_errors_total" in metrics
+    assert "stacko_cluster_requests_forwarded_out_total" in metrics
     cl.h.final_checks()
 
 
