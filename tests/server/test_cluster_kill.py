@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +123,39 @@ async def test_kill_the_non_owner_then_the_owner(redis_server, tmp_path):
         await asyncio.gather(*(c.ws.close() for c in clients), return_exceptions=True)
         for n in nodes:
             n.stop()
+
+
+def start_cluster(port: int, directory: Path, binary: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "server.cluster.local", "--nodes", "2", "--port", str(port),
+         "--dir", str(directory), "--redis-server", binary,
+         "--bot-workers", "0", "--log-level", "WARNING"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+    )  # fmt: skip
+
+
+async def test_stacko_cluster_starts_redis_and_the_nodes(redis_server, tmp_path):
+    """``stacko-cluster --nodes 2``: both nodes answer /healthz with Redis up, and a room
+    created on one is joined through the other; SIGTERM stops everything."""
+    port = free_port()
+    proc = start_cluster(port, tmp_path, redis_server.binary)
+    clients: list[Client] = []
+    try:
+        for i in range(2):
+            wait_port(port + i, proc)
+        for i in range(2):
+            url = f"http://127.0.0.1:{port + i}/healthz"
+            body = await asyncio.to_thread(lambda u=url: urllib.request.urlopen(u).read())
+            assert body == b"ok\nredis: up\n"
+        a = await Client.open(f"ws://127.0.0.1:{port}/", "a")
+        b = await Client.open(f"ws://127.0.0.1:{port + 1}/", "b")
+        clients += [a, b]
+        await a.hello("a")
+        await b.hello("b")
+        code = (await a.call("create_room", game="stacko", options={}))["room"]
+        assert (await b.call("join", room=code))["type"] == "joined"
+    finally:
+        await asyncio.gather(*(c.ws.close() for c in clients), return_exceptions=True)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    assert (tmp_path / "n0" / "stacko.sqlite3").exists()
