@@ -145,7 +145,10 @@ class ClusterNode:
         self.inbox = keys.inbox(node_id)
         self._owner = self.redis.register_script(keys.OWNER)
         self._match = self.redis.register_script(keys.MATCH)
-        self._ids = itertools.count(1)
+        # Connection ids never repeat across restarts of this node: an owner may still hold
+        # the previous run's RemotePeers (until the lease lapses), and a new connection must
+        # never receive frames meant for an old one.
+        self._ids = itertools.count(time.time_ns() // 1000)
         self.conn_ids: dict[Peer, int] = {}
         self.local: dict[int, Peer] = {}
         self.touched: dict[Peer, set[str]] = {}
@@ -220,7 +223,8 @@ class ClusterNode:
             for player in room.players:
                 if player is not None and player.session is not None:
                     self._seat_cmds(pipe, player.session, room)
-        if fresh:
+        if fresh:  # what was sent to a previous run of this node is for nobody now
+            pipe.delete(self.inbox)
             pipe.xadd(self.inbox, {"0": b"j[]"}, maxlen=INBOX_MAXLEN, approximate=True)
         pool = list(self.codes)
         for code in pool:

@@ -343,3 +343,35 @@ async def test_quick_match_with_a_session_the_owner_already_knows(cluster):
         )
         assert reply["type"] == "state", reply
         await other.expect("state", room=room, seq=reply["seq"])
+
+
+async def test_a_node_restarted_within_its_lease_never_gets_old_frames(cluster, redis_server):
+    """Node 1 dies (no goodbye) and comes back under the same id before its lease lapses: the
+    owner still holds the old run's peer for Bob's seat. A new client of the new run must
+    never receive what was meant for Bob's seat (connection ids do not repeat)."""
+    cl = await cluster(2)
+    alice = await cl.client(0, "alice")
+    bob = await cl.client(1, "bob")
+    code = await cl.h.create(alice)
+    assert (await bob.call("join", room=code))["type"] == "joined"
+    await alice.expect("state", room=code)
+    old = cl.nodes[1]
+    for task in old.cluster._tasks:
+        task.cancel()  # a crash: nothing more is sent, the lease is not given back
+    old.cluster = None
+    await old.shutdown()
+    cfg = old.config
+    new = Server(cfg, bots=({}, None))
+    await new.start()
+    cl.nodes[1] = new
+    eve = await cl.client(1, "eve")
+    watched = await eve.call("join", room=code, role="spectator")
+    assert watched["type"] == "joined" and watched["seat"] is None, watched
+    state = alice.latest[code]
+    reply = await alice.call("move", room=code, ply=state["view"]["ply"], move=state["legal"][0])
+    assert reply["type"] == "state", reply
+    await eve.expect("state", room=code, seq=reply["seq"])
+    await asyncio.sleep(0.2)
+    seats = {f["view"]["seat"] for f in eve.frames if f["type"] == "state"}
+    assert seats == {None}, seats
+    assert not [f for f in eve.frames if f["type"] == "joined" and f["seat"] is not None]
