@@ -8,6 +8,7 @@ into a failure, so CI cannot pass without running the cluster tests.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -15,7 +16,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from pgcluster import free_port, skip_or_fail
+import pytest
+from pgcluster import free_port
+
+
+def skip_or_fail(reason: str) -> None:
+    if os.environ.get("STACKO_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"redis-server is required here (STACKO_REQUIRE_SERVICES=1): {reason}")
+    pytest.skip(reason)
 
 
 def find_bin() -> str | None:
