@@ -19,7 +19,7 @@ from typing import Any
 
 from bench import driver
 from bench.wsclient import proc_cpu, progress, start_server, stop_process
-from server.cluster.local import free_port, start_redis
+from stacko.server.cluster.local import free_port, start_redis
 
 
 def redis_calls(port: int) -> int:

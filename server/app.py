@@ -24,19 +24,19 @@ from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.http11 import Request, Response
 
-from server import records, static
-from server.batch import WriteBatch
-from server.botpool import PoolThinker, acquire, default_workers, release, shared_pool
-from server.clock import Clock, SystemClock
-from server.config import ServerConfig
-from server.connection import CLOSE_GOING_AWAY, CLOSE_INTERNAL, Connection
-from server.hub import BotFactory, Hub
-from server.metrics import CONTENT_TYPE, Metrics
-from server.rng import SystemShuffle
-from server.store.base import Store
-from server.store.metrics import StoreCollector
-from server.store.recorder import Recorder, recover
-from server.wsconn import DirectServerConnection
+from stacko.server import records, static
+from stacko.server.batch import WriteBatch
+from stacko.server.botpool import PoolThinker, acquire, default_workers, release, shared_pool
+from stacko.server.clock import Clock, SystemClock
+from stacko.server.config import ServerConfig
+from stacko.server.connection import CLOSE_GOING_AWAY, CLOSE_INTERNAL, Connection
+from stacko.server.hub import BotFactory, Hub
+from stacko.server.metrics import CONTENT_TYPE, Metrics
+from stacko.server.rng import SystemShuffle
+from stacko.server.store.base import Store
+from stacko.server.store.metrics import StoreCollector
+from stacko.server.store.recorder import Recorder, recover
+from stacko.server.wsconn import DirectServerConnection
 
 log = logging.getLogger("stacko.server")
 
@@ -48,7 +48,7 @@ RESTART_REASON = "service restart"
 def _default_bots() -> tuple[dict[str, list[str]], BotFactory | None]:
     """The built-in bots, if the bots package is importable (it ships with the server)."""
     try:
-        from clients.bots.registry import (  # type: ignore[import-not-found,unused-ignore]
+        from stacko.clients.bots.registry import (  # type: ignore[import-not-found,unused-ignore]
             available,
             make_bot,
         )
@@ -147,7 +147,7 @@ class Server:
         log.info("stacko server listening on %s; web client at %s", self.url, self.http_url)
 
     async def _join_cluster(self) -> None:
-        from server.cluster.node import ClusterCollector, ClusterNode, default_node_id
+        from stacko.server.cluster.node import ClusterCollector, ClusterNode, default_node_id
 
         cfg = self.config
         node = ClusterNode(

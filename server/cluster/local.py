@@ -54,7 +54,7 @@ def start_node(
     data = directory / f"n{index}"
     data.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server", "--port", str(port), "--redis-url", redis_url,
+        [sys.executable, "-m", "stacko.server", "--port", str(port), "--redis-url", redis_url,
          "--node-id", f"n{index}", "--data-dir", str(data), *extra],
     )  # fmt: skip
     wait_port(port, proc)

@@ -32,16 +32,16 @@ import redis.asyncio as aioredis
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from redis.exceptions import RedisError
 
-from engine.games import GAMES
-from protocol import frames, messages
-from protocol.errors import ErrorCode, ProtocolError
-from server.cluster import keys
-from server.hub import ROOM_ALPHABET, ROOM_CODE_LENGTH, Session
-from server.room import Peer, Room
+from stacko.engine.games import GAMES
+from stacko.protocol import frames, messages
+from stacko.protocol.errors import ErrorCode, ProtocolError
+from stacko.server.cluster import keys
+from stacko.server.hub import ROOM_ALPHABET, ROOM_CODE_LENGTH, Session
+from stacko.server.room import Peer, Room
 
 if TYPE_CHECKING:
-    from server.hub import Hub
-    from server.store.base import Store
+    from stacko.server.hub import Hub
+    from stacko.server.store.base import Store
 
 log = logging.getLogger("stacko.cluster")
 

@@ -12,10 +12,10 @@ import pytest
 import redis.asyncio as aioredis
 from stacko_wire import Client, Game, Harness
 
-from server.app import Server
-from server.clock import SystemClock
-from server.cluster import keys
-from server.config import ServerConfig
+from stacko.server.app import Server
+from stacko.server.clock import SystemClock
+from stacko.server.cluster import keys
+from stacko.server.config import ServerConfig
 
 
 def fetch(url: str) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from stacko_wire import Client
 
-from server.cluster.local import free_port, wait_port
+from stacko.server.cluster.local import free_port, wait_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,7 +34,7 @@ class Node:
     def start(self) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "server", "--port", str(self.port), "--redis-url", self.url,
+            [sys.executable, "-m", "stacko.server", "--port", str(self.port), "--redis-url", self.url,
              "--node-id", f"n{self.index}", "--data-dir", str(self.data), "--lease-s", "1.5",
              "--bot-workers", "0", "--reconnect-grace-s", "60", "--log-level", "WARNING"],
             cwd=ROOT, env=env,
@@ -127,7 +127,7 @@ async def test_kill_the_non_owner_then_the_owner(redis_server, tmp_path):
 
 def start_cluster(port: int, directory: Path, binary: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "server.cluster.local", "--nodes", "2", "--port", str(port),
+        [sys.executable, "-m", "stacko.server.cluster.local", "--nodes", "2", "--port", str(port),
          "--dir", str(directory), "--redis-server", binary,
          "--bot-workers", "0", "--log-level", "WARNING"],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,

@@ -190,9 +190,9 @@ def test_every_builtin_bot_crosses_to_a_worker_and_back(game, level):
     import pickle
     import random
 
-    from clients.bots.registry import make_bot
-    from engine.games import GAMES
-    from server.botpool import _work
+    from stacko.clients.bots.registry import make_bot
+    from stacko.engine.games import GAMES
+    from stacko.server.botpool import _work
 
     spec = GAMES[game]
     state = spec.new_game(spec.options_type(), random.Random(3))

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from server.app import Server, ServerConfig
+from stacko.server.app import Server, ServerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
