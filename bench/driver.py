@@ -71,6 +71,8 @@ class Spec:
     connect_concurrency: int = 200
     setup_timeout: float = 120.0
     seed: int | None = None
+    cross: bool = False
+    """Match units put their second player on the next URL (another node of a cluster)."""
 
 
 class Stats:
@@ -349,11 +351,13 @@ class MatchUnit:
 
     __slots__ = (
         "a", "b", "due", "game_over_seq", "games", "idx", "is_ready", "pending", "ready",
-        "rematch_at", "req", "room", "states", "timer", "url", "w", "welcomed",
+        "rematch_at", "req", "room", "states", "timer", "url", "url_b", "w", "welcomed",
     )  # fmt: skip
 
     def __init__(self, w: Worker, idx: int, url: str) -> None:
         self.w, self.idx, self.url = w, idx, url
+        urls = w.spec.urls
+        self.url_b = urls[(idx + 1) % len(urls)] if w.spec.cross else url
         self.a = Player(self, f"lg{idx}a")
         self.b = Player(self, f"lg{idx}b")
         self.ready: asyncio.Future[None] = w.loop.create_future()
@@ -371,8 +375,8 @@ class MatchUnit:
         self.timer: asyncio.TimerHandle | None = None
 
     async def connect(self) -> None:
-        for p in (self.a, self.b):
-            client = await connect(self.url, self.on_message, self.w.on_lost, tag=p)
+        for p, url in ((self.a, self.url), (self.b, self.url_b)):
+            client = await connect(url, self.on_message, self.w.on_lost, tag=p)
             p.client = client
             self.w.clients.append(client)
             client.send(orjson.dumps({"type": "hello", "protocol": 1, "name": p.name}))
@@ -703,6 +707,7 @@ async def run(
     on_progress: Callable[[float, dict[str, Any]], None] | None = None,
     before_close: Callable[[], Awaitable[None]] | None = None,
     setup_timeout: float = 120.0,
+    cross: bool = False,
 ) -> RunResult:
     """Set up ``units`` units over ``procs`` workers, play, collect, close."""
     procs = max(1, min(procs, units))
@@ -712,7 +717,7 @@ async def run(
             duration=duration, warmup=warmup,
             options=options if options is not None else {"turn_cap": 30, "rounds": 1},
             games=games, rematch_delay=rematch_delay, public=public,
-            seed=None if seed is None else seed + k, setup_timeout=setup_timeout,
+            seed=None if seed is None else seed + k, setup_timeout=setup_timeout, cross=cross,
         )
         for k in range(procs)
     ]  # fmt: skip

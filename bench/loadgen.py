@@ -276,6 +276,18 @@ def build_parser() -> argparse.ArgumentParser:
                     help="measure the echo baseline with the same shape first")  # fmt: skip
     ap.add_argument("--baseline-duration", type=float, default=10.0,
                     help="seconds of play of each baseline (echo, relay)")  # fmt: skip
+    ap.add_argument(
+        "--nodes",
+        type=int,
+        default=0,
+        help="with --redis: start a cluster of this many nodes (default 2)",
+    )
+    ap.add_argument(
+        "--redis",
+        action="store_true",
+        help="start redis-server and --nodes nodes; measure same-node and "
+        "cross-node matches apart (bench/cluster.py)",
+    )
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
     ap.add_argument("--timeline", action="store_true",
@@ -287,6 +299,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.url and len(args.server_pid) not in (0, len(args.url)):
         build_parser().error("give one --server-pid per --url")
+    if args.redis:
+        from bench.cluster import run_cluster
+
+        args.nodes = args.nodes or 2
+        print(json.dumps(asyncio.run(run_cluster(args)), indent=2))
+        return 0
     result = asyncio.run(run_load(args))
     print(json.dumps(result, indent=2))
     if "rate_limited" in result["error_codes"]:

@@ -150,6 +150,8 @@ class Server:
         """Resolves if the store fails: the process must stop (``__main__`` exits 1)."""
         self.accounts: Accounts | None = None
         self.ratings: Ratings | None = None
+        self.cluster: Any = None
+        """The ``server.cluster.node.ClusterNode`` with ``redis_url``; made at ``start``."""
         if store is not None:
             self.hub._hooks.recorder = Recorder(store, self.clock)
             self._link_accounts(store)
@@ -217,6 +219,8 @@ class Server:
                 await self.ratings.restore(self.hub.rooms.values())
             if self.restored:
                 log.info("%d games in progress restored from the store", self.restored)
+        if cfg.redis_url:  # before listening: every room code is claimed in the cluster
+            await self._join_cluster()
         self._ws = await serve(
             self._handle, cfg.host, cfg.port,
             max_size=cfg.hard_frame_bytes,
@@ -229,6 +233,19 @@ class Server:
         )  # fmt: skip
         self.port = self._ws.sockets[0].getsockname()[1] if self._ws.sockets else cfg.port
         log.info("stacko server listening on %s; web client at %s", self.url, self.http_url)
+
+    async def _join_cluster(self) -> None:
+        from stacko.server.cluster.node import ClusterCollector, ClusterNode, default_node_id
+
+        cfg = self.config
+        node = ClusterNode(
+            self.hub, cfg.redis_url, cfg.node_id or default_node_id(cfg.port),
+            lease_s=cfg.lease_s, gate=self.store,
+        )  # fmt: skip
+        await node.start()
+        self.cluster = self.hub.cluster = node
+        self.metrics.registry.register(ClusterCollector(node))
+        log.info("node %s joined the cluster at %s", node.node_id, cfg.redis_url)
 
     async def shutdown(self, restart: bool = False) -> None:
         """Close every client and stop. ``restart`` (SIGTERM with a store): commit what is
@@ -249,6 +266,8 @@ class Server:
             await asyncio.sleep(0)  # let the writers flush their close frames
             self._ws.close(close_connections=True)
             await self._ws.wait_closed()
+        if self.cluster is not None:
+            await self.cluster.stop()
         if self.bot_pool is not None and self._pool_held:
             self._pool_held = False
             await release(self.bot_pool)
@@ -313,6 +332,9 @@ class Server:
         if players.handles(path):
             return players.handle(self.accounts, ws, request)
         if path == "/healthz":
+            if self.cluster is not None:  # a node without Redis still plays its own rooms
+                redis = "up" if self.cluster.up else "down"
+                return ws.respond(http.HTTPStatus.OK, f"ok\nredis: {redis}\n")
             return ws.respond(http.HTTPStatus.OK, "ok\n")
         if path == "/metrics":
             response = ws.respond(http.HTTPStatus.OK, self.metrics.render().decode())

@@ -81,6 +81,14 @@ class ServerConfig:
     challenge_timeout_s: float = 60.0
     """Seconds a challenged account has to accept or decline."""
 
+    # -- many nodes (``server.cluster``) --
+    redis_url: str = ""
+    """``redis://HOST:PORT/0`` joins a cluster of nodes sharing that Redis; empty: one node."""
+    node_id: str = ""
+    """This node's name in the cluster; empty: ``HOSTNAME-PORT`` (stable across restarts)."""
+    lease_s: float = 6.0
+    """A node whose lease (renewed every third of this) lapses counts as dead."""
+
     @property
     def hard_frame_bytes(self) -> int:
         return max(16 * self.max_frame_bytes, 65_536)
@@ -143,6 +151,10 @@ _HELP = {
     "rated_pair_per_day": "rated games between the same two accounts per 24 h (then unrated)",
     "challenge_timeout_s": "seconds a challenged account has to accept or decline",
     "retain_days": "delete finished games older than this many days (0: keep them forever)",
+    "redis_url": "redis://HOST:PORT/0 to run as one node of a cluster sharing that Redis "
+    "(see README, Many nodes); empty: a single node, no Redis",
+    "node_id": "this node's name in the cluster (empty: HOSTNAME-PORT)",
+    "lease_s": "seconds after which a node that stopped renewing its lease counts as dead",
 }
 
 
@@ -185,6 +197,12 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     db = ns.database
     if not (db in ("sqlite", "memory") or db.startswith(("postgresql://", "postgres://"))):
         parser.error(f"--database must be sqlite, memory or a postgresql:// URL, not {db!r}")
+    if ns.redis_url and not ns.redis_url.startswith(("redis://", "rediss://", "unix://")):
+        parser.error(f"--redis-url must be a redis:// URL, not {ns.redis_url!r}")
+    if ns.lease_s < 1:
+        parser.error("--lease-s must be at least 1")
+    if ns.node_id and ("|" in ns.node_id or len(ns.node_id) > 64):
+        parser.error("--node-id takes at most 64 characters, no '|'")
     if ns.retain_days < 0:
         parser.error("--retain-days must be 0 (keep forever) or more")
     return ServerConfig(**{f.name: getattr(ns, f.name) for f in fields(ServerConfig)})

@@ -14,7 +14,7 @@ import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -55,6 +55,25 @@ def address_key(ip: str) -> str:
             return str(address.ipv4_mapped)
         return str(ipaddress.IPv6Network((address, 64), strict=False))
     return ip
+
+
+class Cluster(Protocol):
+    """What the hub asks of ``server.cluster.node.ClusterNode`` (a protocol: the hub is
+    compiled, the cluster is not, and needs nothing of it at runtime)."""
+
+    def intercepts(self, peer: Peer, session: Session, msg: messages.ClientMessage) -> bool: ...
+
+    def resume(self, peer: Peer, msg: messages.Hello, session: Session | None) -> Session: ...
+
+    def disconnected(self, peer: Peer, session: Session | None) -> None: ...
+
+    def claim_code(self) -> str: ...
+
+    def listing(self, room: Room, listable: bool) -> None: ...
+
+    def room_closed(self, room: Room) -> None: ...
+
+    def seated(self, session: Session, room: Room) -> None: ...
 
 
 @dataclass(eq=False)
@@ -170,6 +189,10 @@ class Hub:
         self._pending: dict[Peer, list[messages.ClientMessage]] = {}
         """Connections whose ``hello`` waits for its account check, and what they sent
         meanwhile (handled, in order, after the welcome)."""
+        self.cluster: Cluster | None = None
+        """The node's link to the others (``server.cluster``); ``None`` on a single node."""
+        self._signing_in: dict[Peer, Any] = {}
+        """The account a ``hello`` signs in as, while the cluster resumes its session."""
         self.revive: Callable[[str], Session | None] | None = None
         """Token -> a session restored from the store (``server.store.recorder.recover``)."""
 
@@ -218,46 +241,75 @@ class Hub:
         session = self.sessions.get(msg.token) if msg.token else None
         if session is None and msg.token and self.revive is not None:
             session = self.revive(msg.token)  # a session from before a restart
+        if msg.token and self.cluster is not None:  # its rooms may be on other nodes
+            if account is not None:
+                self._signing_in[peer] = account  # signed in by ``adopt``, before the welcome
+            try:
+                return self.cluster.resume(peer, msg, session)
+            finally:
+                self._signing_in.pop(peer, None)
         resumed = session is not None
         if session is None:
             session = Session(self._token(), msg.name)
             self.sessions[session.token] = session
         else:
-            if session.expiry is not None:
-                session.expiry.cancel()
-                session.expiry = None
-            old = session.peer
-            if old is not None and old is not peer:
-                # The newer connection wins; the old one's disconnect is then ignored.
-                replace = getattr(old, "replace", None)
-                if replace is not None:
-                    replace()
-                self._unqueue(session)  # queueing belongs to the connection (PROTOCOL.md)
-            session.name = msg.name
+            self.adopt(session, peer, msg.name)
+        self._sign_in(session, account)
+        session.peer = peer
+        self.welcome_back(peer, session, msg.id, resumed, sorted(session.rooms))
+        return session
+
+    def _sign_in(self, session: Session, account: Any) -> None:
         if account is not None:
             session.account = account
             session.name = account.name
             self.accounts.signed_in(session)
+
+    def adopt(self, session: Session, peer: Peer, name: str) -> None:
+        """A known session on a new connection: the newer connection wins."""
+        if session.expiry is not None:
+            session.expiry.cancel()
+            session.expiry = None
+        old = session.peer
+        if old is not None and old is not peer:
+            # The newer connection wins; the old one's disconnect is then ignored.
+            replace = getattr(old, "replace", None)
+            if replace is not None:
+                replace()
+            self._unqueue(session)  # queueing belongs to the connection (PROTOCOL.md)
+        session.name = name
         session.peer = peer
-        cfg = self.config
-        peer.send(
-            frames.reply(
-                "welcome", msg.id, protocol=messages.PROTOCOL_VERSION, session=session.token,
-                name=session.name, resumed=resumed, rooms=sorted(session.rooms),
-                server=SERVER_VERSION,
-                limits={
-                    "max_frame_bytes": cfg.max_frame_bytes, "rate_per_second": cfg.rate_per_second,
-                    "burst": cfg.burst, "hello_timeout_s": cfg.hello_timeout_s,
-                    "reconnect_grace_s": cfg.reconnect_grace_s,
-                },
-                **({"account": account.wire()} if account is not None else {}),
-            )
-        )  # fmt: skip
+        self._sign_in(session, self._signing_in.get(peer))
+
+    def welcome_back(
+        self,
+        peer: Peer,
+        session: Session,
+        request_id: frames.RequestId,
+        resumed: bool,
+        rooms: list[str],
+    ) -> None:
+        """The welcome, then each room of this node where the session holds a seat."""
+        peer.send(self._welcome_frame(session, request_id, resumed, rooms))
         for room in list(session.rooms.values()):
             seat = room.seat_of(session)
             if seat is not None:
                 room.returned(seat, peer)
-        return session
+
+    def _welcome_frame(
+        self, session: Session, request_id: frames.RequestId, resumed: bool, rooms: list[str]
+    ) -> bytes:
+        cfg = self.config
+        return frames.reply(
+            "welcome", request_id, protocol=messages.PROTOCOL_VERSION, session=session.token,
+            name=session.name, resumed=resumed, rooms=rooms, server=SERVER_VERSION,
+            limits={
+                "max_frame_bytes": cfg.max_frame_bytes, "rate_per_second": cfg.rate_per_second,
+                "burst": cfg.burst, "hello_timeout_s": cfg.hello_timeout_s,
+                "reconnect_grace_s": cfg.reconnect_grace_s,
+            },
+            **({"account": session.account.wire()} if session.account is not None else {}),
+        )  # fmt: skip
 
     def _hello_allowed(self, ip: str) -> bool:
         """A token bucket per address; buckets that refilled are forgotten now and then, so
@@ -284,6 +336,8 @@ class Hub:
 
     def disconnected(self, peer: Peer, session: Session | None) -> None:
         self._pending.pop(peer, None)
+        if self.cluster is not None:
+            self.cluster.disconnected(peer, session)
         for code in self.watching.pop(peer, set()):
             room = self.rooms.get(code)
             if room is not None:
@@ -335,6 +389,8 @@ class Hub:
             raise
 
     def _dispatch(self, peer: Peer, session: Session, msg: messages.ClientMessage) -> None:
+        if self.cluster is not None and self.cluster.intercepts(peer, session, msg):
+            return  # another node's room, or the cluster's queue and lobby
         match msg:  # moves first: nearly every frame is one
             case messages.MoveMessage():
                 room, seat = self._my_seat(peer, session, msg.room)
@@ -387,6 +443,7 @@ class Hub:
     def _status_changed(self, room: Room) -> None:
         """Keep ``listed`` current: a room is listed while public, open and not finished."""
         listable = room.public and room.status != "finished" and room.code in self.rooms
+        changed = True
         if listable and room.listed_at == 0:
             self._listings += 1
             room.listed_at = self._listings
@@ -396,8 +453,12 @@ class Hub:
             room.listed_at = 0
             self.listed[None].removed()
             self.listed[room.spec.name].removed()
+        else:
+            changed = False
         if room.rated and self.accounts is not None:
             self.accounts.status(room)
+        if changed and self.cluster is not None:
+            self.cluster.listing(room, listable)
 
     def _games_info(self) -> list[dict[str, Any]]:
         """Built once: the options' JSON Schemas cost about 2 ms to make."""
@@ -484,6 +545,8 @@ class Hub:
         return room
 
     def _room_code(self) -> str:
+        if self.cluster is not None:
+            return self.cluster.claim_code()  # unique in the whole cluster
         while True:
             code = "".join(self._ids.choice(ROOM_ALPHABET) for _ in range(ROOM_CODE_LENGTH))
             if code not in self.rooms:
@@ -491,6 +554,8 @@ class Hub:
 
     def _close_room(self, room: Room) -> None:
         self.rooms.pop(room.code, None)
+        if self.cluster is not None:
+            self.cluster.room_closed(room)
         self.bot_rooms.discard(room.code)
         self._status_changed(room)
         self.closed += 1
@@ -502,6 +567,8 @@ class Hub:
         kind = session.account.kind if session.account is not None else None
         seat = room.seat(Player(session.name, peer=peer, session=session, account=kind), seat)
         session.rooms[room.code] = room
+        if self.cluster is not None:
+            self.cluster.seated(session, room)  # findable from any node (resume)
         return seat
 
     def _create(self, peer: Peer, session: Session, msg: messages.CreateRoom) -> None:

@@ -78,3 +78,17 @@ async def open_store(store_spec):
     yield make
     for s in opened:
         await s.close()
+
+
+# -- Redis: a throwaway redis-server for the cluster tests --------------------------------
+
+
+@pytest.fixture
+def redis_server():
+    """A fresh redis-server per test (it starts in milliseconds; tests may kill it)."""
+    from redisserver import RedisServer
+
+    server = RedisServer()
+    server.start()
+    yield server
+    server.stop()

@@ -1,0 +1,1 @@
+"""Many nodes, one service (``--redis-url``): see ``server.cluster.node``."""

@@ -1,0 +1,80 @@
+"""The Redis keys and Lua scripts a cluster shares (one place, so that every node agrees).
+
+Every key starts with ``stacko:``. A node is alive while its lease key exists; everything a
+node registers (room codes, lobby entries, quick-match tickets) names the node, so a dead
+node's entries are recognised by its missing lease, never by a scan or a cleanup by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+ROOMS = "stacko:rooms"
+"""Hash: room code -> owner node id (codes are claimed with HSETNX: unique in the cluster)."""
+LOBBY_INFO = "stacko:lobbyinfo"
+"""Hash: room code -> ``{"n": node, "i": info}`` for the rooms a lobby index lists."""
+TICKETS = "stacko:qseq"
+"""Counter: the order of quick-match tickets."""
+
+
+def lease(node: str) -> str:
+    return f"stacko:node:{node}"
+
+
+LEASE_PREFIX = "stacko:node:"
+
+
+def inbox(node: str) -> str:
+    return f"stacko:inbox:{node}"
+
+
+def queue(game: str) -> str:
+    return f"stacko:q:{game}"
+
+
+def lobby(game: str | None) -> str:
+    """Sorted set of listable public rooms of ``game`` (``None``: every game), scored by
+    when they became listable (microseconds): ``list_rooms`` pages by score."""
+    return f"stacko:lobby:{game or '*'}"
+
+
+def session(token_hash: str) -> str:
+    """Hash: room code -> owner node, for each room where the session took a seat (the
+    session directory: a client resumes through any node). Expires a day after the last seat."""
+    return f"stacko:sess:{token_hash}"
+
+
+SESSION_TTL_S = 86_400
+
+
+def token_hash(token: str) -> str:
+    """What is kept of a session token outside the node it came from."""
+    return hashlib.sha256(token.encode()).hexdigest()[:32]
+
+
+OWNER = """
+local node = redis.call('HGET', KEYS[1], ARGV[1])
+if node and redis.call('EXISTS', ARGV[2] .. node) == 1 then return node end
+if node then return {node} end
+return false
+"""
+"""The live owner of a code; ``{node}`` (a table) if its node's lease has expired."""
+
+MATCH = """
+local items = redis.call('ZRANGE', KEYS[1], 0, 127)
+for _, t in ipairs(items) do
+  local node, h = string.match(t, '^([^|]*)|[^|]*|([^|]*)|')
+  if node == nil or redis.call('EXISTS', ARGV[3] .. node) == 0 then
+    redis.call('ZREM', KEYS[1], t)
+  elseif h ~= ARGV[2] then
+    redis.call('ZREM', KEYS[1], t)
+    return t
+  end
+end
+local n = redis.call('INCR', KEYS[2])
+redis.call('ZADD', KEYS[1], n, ARGV[1])
+return redis.call('ZCARD', KEYS[1])
+"""
+"""Quick match, atomically: pop the oldest live ticket that is not the caller's session's
+(tickets of dead nodes are dropped on the way) and return it, or enqueue the caller's ticket
+and return the queue's length. Tickets are ``node|conn|token hash|nonce|game|name``."""
