@@ -11,15 +11,22 @@ abuser, in its own process and from another address (127.0.0.2: the server count
 from the pair's 127.0.0.1), does its worst within the documented limits:
 
 - ``ping_flood``: 4 connections write WebSocket pings (125-byte payloads) and never read;
-- ``frame_flood``: 4 connections write text frames as fast as they can (and reconnect);
-- ``slow_consumer``: 6 connections ask for ``list_rooms`` (200 public rooms, ~50 KB an
-  answer) at the rate limit and never read;
+- ``frame_flood``: 4 connections write text frames as fast as they can (and reconnect after
+  each close, a new session each time: past the address's ``hello`` burst, 50, and rate,
+  5 a second, the answer is the fatal ``too_many_hellos``);
+- ``slow_consumer``: 6 connections ask for ``list_rooms`` (200 public rooms: the first page of
+  100, ~27 KB an answer) at the rate limit and never read;
 - ``bot_rooms``: one connection creates Stacko rooms against the strong bot with the largest
-  options (200 bricks, 20 slots) at half the rate limit, the bot to move first;
+  options (200 bricks, 20 slots) at half the rate limit, the bot to move first; two are
+  made (``--max-bot-games-per-session``), the rest refused with ``too_many_bot_games``, and
+  the bots think in the worker pool (``--bot-workers``), not on the event loop;
 - ``list_rooms``: 5 connections ask for ``list_rooms`` at the rate limit, with 2,000 public
-  rooms on the server, and read every answer;
+  rooms on the server, and read every answer (a page of 100 from the per-game index: its
+  cost does not grow with the rooms);
 - ``room_cap``: 8 connections create public rooms at the rate limit (server ``--max-rooms
-  400``);
+  400``): each session holds at most 3 waiting rooms (``--max-waiting-per-session``), so
+  24 are made and the rest refused with ``too_many_rooms``; ``create_room`` would stop at
+  360 anyway (``--quick-match-reserve`` keeps a tenth for quick match);
 - ``connections``: one address opens as many connections as it can (up to 3,000) and holds
   them.
 
