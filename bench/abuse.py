@@ -98,6 +98,8 @@ and how long the abuse runs before the pair starts (room_cap: until the cap coul
 the setup figures are divided by 10 in quick mode)."""
 SETTLE_S = 1.5
 """How long an abuser reads what the server still has for it (close frames) at the end."""
+QUICK = False
+"""The abuser runs for ``--quick`` (2 s): too short for a slow consumer's drop to show."""
 
 
 def hello(name: str) -> bytes:
@@ -217,7 +219,10 @@ async def slow_consumer(url: str, until: float, t: Tally) -> dict[str, Any]:
     dropped = sum(1 for c in clients if _ended(c))
     await t.settle()
     gone = sum(1 for c in clients if c.close_code in (1008, 1011) or _ended(c))
-    return t.report(asked=asked, dropped_while_abusing=dropped, documented=gone == len(clients))
+    documented: bool | None = gone == len(clients)
+    if QUICK and not documented:
+        documented = None  # the drop takes 7-40 s (socket buffers fill first): not in 2 s
+    return t.report(asked=asked, dropped_while_abusing=dropped, gone=gone, documented=documented)
 
 
 async def bot_rooms(url: str, until: float, t: Tally) -> dict[str, Any]:
@@ -490,8 +495,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     raise_nofile()
     if args.abuser:
-        global SETTLE_S
+        global SETTLE_S, QUICK
         SETTLE_S = 0.5 if args.quick else SETTLE_S
+        QUICK = args.quick
         print(json.dumps(asyncio.run(abuser_main(args.abuser, args.url, args.seconds))))
         return 0
     seconds = args.seconds if args.seconds is not None else (2.0 if args.quick else 15.0)
