@@ -45,6 +45,7 @@ import asyncio
 import contextlib
 import json
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -362,9 +363,14 @@ async def scenario(kind: str, seconds: float, quick: bool = False) -> dict[str, 
     spec = SCENARIOS[kind]
     rooms = spec.get("rooms", 0) // (10 if quick else 1)
     ramp = spec.get("ramp", 1.0) / (4 if quick else 1)
-    argv = [sys.executable, "-m", "server", "--port", "0", "--log-level", "ERROR",
-            *spec["server"]]  # fmt: skip
-    proc, url = start_process(argv, r"(ws://\S+/)")
+    data = tempfile.TemporaryDirectory(prefix="stacko-abuse-")  # the store on, as by default,
+    argv = [sys.executable, "-m", "server", "--port", "0", "--log-level", "ERROR",  # not in ~
+            "--data-dir", data.name, *spec["server"]]  # fmt: skip
+    try:
+        proc, url = start_process(argv, r"(ws://\S+/)")
+    except BaseException:
+        data.cleanup()
+        raise
     out: dict[str, Any] = {"kind": kind, "server_flags": spec["server"]}
     host_errors: Counter[str] = Counter()
     hosts: list[LeanClient] = []
@@ -406,6 +412,7 @@ async def scenario(kind: str, seconds: float, quick: bool = False) -> dict[str, 
         for c in hosts:
             c.abort()
         stop_process(proc)
+        data.cleanup()
     return judge(out)
 
 
