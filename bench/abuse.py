@@ -71,7 +71,7 @@ from bench.wsclient import (
     start_process,
     stop_process,
 )
-from server.config import ServerConfig
+from stacko.server.config import ServerConfig
 
 ABUSER_IP = "127.0.0.2"
 PACE = 0.15
@@ -364,7 +364,7 @@ async def scenario(kind: str, seconds: float, quick: bool = False) -> dict[str, 
     rooms = spec.get("rooms", 0) // (10 if quick else 1)
     ramp = spec.get("ramp", 1.0) / (4 if quick else 1)
     data = tempfile.TemporaryDirectory(prefix="stacko-abuse-")  # the store on, as by default,
-    argv = [sys.executable, "-m", "server", "--port", "0", "--log-level", "ERROR",  # not in ~
+    argv = [sys.executable, "-m", "stacko.server", "--port", "0", "--log-level", "ERROR",  # not in ~
             "--data-dir", data.name, *spec["server"]]  # fmt: skip
     try:
         proc, url = start_process(argv, r"(ws://\S+/)")

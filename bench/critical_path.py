@@ -37,12 +37,12 @@ if __package__ in (None, ""):  # run as a script: the repo, not bench/, goes on 
 import asyncio.selector_events as selector_events
 
 from bench.wsclient import HelpFormatter, percentiles
-from protocol import messages
-from protocol.games import CODECS
-from server import wsconn
-from server.app import Server
-from server.config import ServerConfig
-from server.gcpacer import GcPacer
+from stacko.protocol import messages
+from stacko.protocol.games import CODECS
+from stacko.server import wsconn
+from stacko.server.app import Server
+from stacko.server.config import ServerConfig
+from stacko.server.gcpacer import GcPacer
 
 MARKS = (
     ("select", "the selector returned"),

@@ -51,7 +51,7 @@ from bench.wsclient import (
 
 def transport_settings() -> dict[str, Any]:
     """The game server's WebSocket settings (``server.app.Server.start``)."""
-    from server.config import ServerConfig
+    from stacko.server.config import ServerConfig
 
     cfg = ServerConfig()
     return {

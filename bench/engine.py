@@ -33,8 +33,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: the repo, not bench/, goes on sys.path
     sys.path[0:1] = [str(Path(__file__).resolve().parent.parent)]
 
-from engine.stacko import Phase, Stacko, StackoOptions
-from engine.stacko_view import StackoView, resample
+from stacko.engine.stacko import Phase, Stacko, StackoOptions
+from stacko.engine.stacko_view import StackoView, resample
 
 TARGETS: dict[str, float | None] = {
     "moves_per_s": 200_000,

@@ -25,11 +25,11 @@ if __package__ in (None, ""):  # run as a script: the repo, not bench/, goes on 
 
 import orjson
 
-from protocol.games import CODECS
-from protocol.messages import parse_client
-from server.clock import FakeClock
-from server.config import ServerConfig
-from server.hub import Hub, Session
+from stacko.protocol.games import CODECS
+from stacko.protocol.messages import parse_client
+from stacko.server.clock import FakeClock
+from stacko.server.config import ServerConfig
+from stacko.server.hub import Hub, Session
 
 
 class Peer:

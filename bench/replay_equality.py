@@ -24,13 +24,13 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path[0:1] = [str(Path(__file__).resolve().parent.parent)]
 
-from engine.games import GAMES
-from engine.stakko import VARIANTS
-from protocol.games import CODECS
-from server.clock import FakeClock
-from server.room import Player, Room, RoomHooks
-from server.store.base import Op, Store
-from server.store.recorder import Recorder, events_from_rows, options_of, replay
+from stacko.engine.games import GAMES
+from stacko.engine.stakko import VARIANTS
+from stacko.protocol.games import CODECS
+from stacko.server.clock import FakeClock
+from stacko.server.room import Player, Room, RoomHooks
+from stacko.server.store.base import Op, Store
+from stacko.server.store.recorder import Recorder, events_from_rows, options_of, replay
 
 
 class CaptureStore(Store):

@@ -47,7 +47,7 @@ if __package__ in (None, ""):  # run as a script: the repo, not bench/, goes on 
 from bench import abuse, echo, loadgen, slow_consumer
 from bench import store as store_bench
 from bench.wsclient import REPO, HelpFormatter, progress, raise_nofile
-from server import compiled
+from stacko.server import compiled
 
 SHORT_GAMES = '{"turn_cap": 10, "rounds": 1}'
 NO_STORE = "--server-arg=--database=memory"

@@ -51,7 +51,7 @@ SLACK_KB = 20_000
 
 
 async def scenario(args: argparse.Namespace) -> dict[str, Any]:
-    from server.config import ServerConfig
+    from stacko.server.config import ServerConfig
 
     cfg = ServerConfig()
     proc, url = start_server(["--max-outbox-bytes", str(args.max_outbox_bytes)])

@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from clients.arena import SOLITAIRE_DEALS, Entrant, mean_ci, run_solitaire
-from clients.bots.registry import levels
+from stacko.clients.arena import SOLITAIRE_DEALS, Entrant, mean_ci, run_solitaire
+from stacko.clients.bots.registry import levels
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,8 +24,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: the repo, not bench/, goes on sys.path
     sys.path[0:1] = [str(Path(__file__).resolve().parent.parent)]
 
-from clients.bots.stakko_bots import RandomStakkoBot, SearchStakkoBot, StakkoBot, play
-from engine.stakko import VARIANTS, StakkoOptions
+from stacko.clients.bots.stakko_bots import RandomStakkoBot, SearchStakkoBot, StakkoBot, play
+from stacko.engine.stakko import VARIANTS, StakkoOptions
 
 
 def wilson_lower(wins: int, n: int, z: float = 1.96) -> float:

@@ -34,14 +34,14 @@ if __package__ in (None, ""):
 
 from bench import echo, loadgen
 from bench.wsclient import progress
-from engine.games import GAMES
-from protocol.games import CODECS
-from server.clock import FakeClock
-from server.config import ServerConfig
-from server.hub import Hub, Session
-from server.room import Player, Room, RoomHooks
-from server.store.recorder import Recorder, recover
-from server.store.sqlite import SQLiteStore
+from stacko.engine.games import GAMES
+from stacko.protocol.games import CODECS
+from stacko.server.clock import FakeClock
+from stacko.server.config import ServerConfig
+from stacko.server.hub import Hub, Session
+from stacko.server.room import Player, Room, RoomHooks
+from stacko.server.store.recorder import Recorder, recover
+from stacko.server.store.sqlite import SQLiteStore
 
 OFF = "--server-arg=--database=memory"
 

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from server.wsconn import read_header
+from stacko.server.wsconn import read_header
 
 REPO = Path(__file__).resolve().parent.parent
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -343,7 +343,7 @@ def start_server(
     The store is on (the default) in a fresh temporary data directory, removed at exit,
     unless ``extra`` names one (``--data-dir``) or another database (``--database memory``)."""
     argv = [
-        sys.executable, "-m", "server", "--port", "0", "--log-level", "WARNING",
+        sys.executable, "-m", "stacko.server", "--port", "0", "--log-level", "WARNING",
         "--rate-per-second", "1000000", "--burst", "1000000", "--max-connections-per-ip", "0",
         "--hello-rate-per-ip", "1000000", "--hello-burst-per-ip", "1000000", *extra,
     ]  # fmt: skip

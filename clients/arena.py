@@ -37,8 +37,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from clients.bots.base import checked_choice, observe_view, reset_bot
-from clients.bots.registry import UnknownBotError, levels, make_bot, parse_spec
+from stacko.clients.bots.base import checked_choice, observe_view, reset_bot
+from stacko.clients.bots.registry import UnknownBotError, levels, make_bot, parse_spec
 
 T = TypeVar("T")
 
@@ -71,13 +71,13 @@ class DuplicateRandom(random.Random):
 
 def new_game(game: str, rng: random.Random, options: Any = None) -> Any:
     """A new game of ``game`` from the engine's registry (Stakko looked up lazily)."""
-    from engine.games import GAMES
+    from stacko.engine.games import GAMES
 
     spec = GAMES.get(game)
     if spec is not None:
         return spec.new_game(options, rng)
     if game == "stakko":
-        from engine.stakko import Stakko
+        from stacko.engine.stakko import Stakko
 
         return Stakko(options, rng=rng)
     raise UnknownBotError(f"no game {game!r} (known: {', '.join(sorted(GAMES))})")
@@ -85,7 +85,7 @@ def new_game(game: str, rng: random.Random, options: Any = None) -> Any:
 
 def deal_size(game: str, options: Any = None) -> int:
     if game == "stacko":
-        from engine.stacko import StackoOptions
+        from stacko.engine.stacko import StackoOptions
 
         return (options or StackoOptions()).bricks
     return -1  # no deal to keep: a game without hidden cards uses the plain stream
@@ -293,7 +293,7 @@ class LiveRunner:
         self, game: str, entrants: tuple[Entrant, Entrant], seed: str
     ) -> tuple[Any, tuple[Any, ...], int]:
         """One game through the server: (outcome, finished rounds, plies played)."""
-        from clients.client import StackoClient
+        from stacko.clients.client import StackoClient
 
         bots = [
             e.make(random.Random(f"{seed}:bot:{seat}:{e.level}")) for seat, e in enumerate(entrants)
@@ -338,7 +338,7 @@ async def _all_or_none(*coros: Coroutine[Any, Any, T]) -> list[T]:
 
 
 def _room_options(game: str, joined: dict[str, Any]) -> Any:
-    from clients.wire_views import options_from_info
+    from stacko.clients.wire_views import options_from_info
 
     return options_from_info(game, joined["info"])
 
@@ -353,7 +353,7 @@ async def _play_seat(
     plies: list[int],
 ) -> Any:
     """One bot's side of a live game, until the state frame with the outcome; its view."""
-    from clients.wire_views import move_to_wire, moves_from_wire, view_from_wire
+    from stacko.clients.wire_views import move_to_wire, moves_from_wire, view_from_wire
 
     options = _room_options(game, joined)
     moved_at = -1
@@ -400,7 +400,7 @@ async def _run_live(
     and the URL played on."""
     from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
-    from clients.client import Disconnected, ServerError
+    from stacko.clients.client import Disconnected, ServerError
 
     results: list[list[GameRecord] | None] = [None] * len(tasks)
     failures: list[str] = []
@@ -408,8 +408,8 @@ async def _run_live(
         dealer = None
         url = server
         if server == LOCAL:
-            from server.app import Server
-            from server.config import ServerConfig
+            from stacko.server.app import Server
+            from stacko.server.config import ServerConfig
 
             dealer = LocalDealer(tasks[0].seed if tasks else 0)
             config = ServerConfig(
@@ -470,7 +470,7 @@ def solitaire_turns(bot: Any, seed: str, cap: int = 500, deal: str = "normal") -
     solitaire Rack-O (the setting of the published TD-learned player's 8.88 turns); the
     opponent's slots show as hidden and empty, and its 10 bricks are shuffled into the stack.
     """
-    from engine.stacko import Phase, Stacko, StackoOptions
+    from stacko.engine.stacko import Phase, Stacko, StackoOptions
 
     if deal not in SOLITAIRE_DEALS:
         raise ValueError(f"deal must be one of {SOLITAIRE_DEALS}, not {deal!r}")

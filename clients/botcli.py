@@ -17,10 +17,10 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from clients.bots.registry import available
-from clients.cli import parse_option
-from clients.client import Disconnected, ServerError
-from clients.sdk import BotError, BotRunner, BuiltinBot, ConnectionLost, GameResult
+from stacko.clients.bots.registry import available
+from stacko.clients.cli import parse_option
+from stacko.clients.client import Disconnected, ServerError
+from stacko.clients.sdk import BotError, BotRunner, BuiltinBot, ConnectionLost, GameResult
 
 DEFAULT_URL = "ws://127.0.0.1:8765"
 DEFAULT_LEVEL = {"stacko": "strong", "stakko": "search"}

@@ -28,8 +28,8 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from clients.client import Disconnected, Frame, ServerError, StackoClient, websocket_url
-from clients.render import (
+from stacko.clients.client import Disconnected, Frame, ServerError, StackoClient, websocket_url
+from stacko.clients.render import (
     describe_result,
     describe_stakko_moves,
     player_name,

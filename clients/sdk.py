@@ -6,7 +6,7 @@ PROTOCOL.md, the ``legal`` moves, room, seat, ply, the time left) and the move i
 (``observe``, reset by ``new_game``), a say in what happens at the deadline (``fallback``)
 or the results (``game_over``)::
 
-    from clients.sdk import run
+    from stacko.clients.sdk import run
 
     def choose(state):
         return state.legal[0]
@@ -52,10 +52,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from clients.bots.base import checked_choice, observe_view
-from clients.bots.registry import make_bot
-from clients.client import Disconnected, Frame, ServerError, StackoClient, websocket_url
-from clients.wire_views import move_to_wire, options_from_info, view_from_wire
+from stacko.clients.bots.base import checked_choice, observe_view
+from stacko.clients.bots.registry import make_bot
+from stacko.clients.client import Disconnected, Frame, ServerError, StackoClient, websocket_url
+from stacko.clients.wire_views import move_to_wire, options_from_info, view_from_wire
 
 log = logging.getLogger("stacko.sdk")
 

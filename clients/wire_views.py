@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from protocol.games import CODECS, GameCodec
+from stacko.protocol.games import CODECS, GameCodec
 
 
 def _codec(game: str) -> GameCodec:

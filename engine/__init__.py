@@ -7,7 +7,7 @@ package; it imports neither of them, nor ``protocol``.
 Quick tour (Stacko)::
 
     import random
-    from engine.stacko import Stacko, DRAW, PASS, take, place
+    from stacko.engine.stacko import Stacko, DRAW, PASS, take, place
     game = Stacko(rng=random.Random(7))
     game.to_move                 # 0
     game.legal_moves()           # (take 0 .. take 9, draw)
@@ -16,9 +16,9 @@ Quick tour (Stacko)::
     game.outcome()               # None until the game is over
 """
 
-from engine.errors import EngineError, IllegalMoveError, IllegalReason, InvalidOptionsError
-from engine.game import SPECTATOR, GameSpec, GameState
-from engine.outcome import Outcome, Termination
+from stacko.engine.errors import EngineError, IllegalMoveError, IllegalReason, InvalidOptionsError
+from stacko.engine.game import SPECTATOR, GameSpec, GameState
+from stacko.engine.outcome import Outcome, Termination
 
 __all__ = [
     "SPECTATOR",

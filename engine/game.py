@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from engine.outcome import Outcome, Termination
+from stacko.engine.outcome import Outcome, Termination
 
 SPECTATOR = None
 """The seat value for someone who watches: ``view(SPECTATOR)`` is public information only."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from engine.game import GameSpec
-from engine.stacko import Stacko, StackoOptions
-from engine.stakko import Stakko, StakkoOptions
+from stacko.engine.game import GameSpec
+from stacko.engine.stacko import Stacko, StackoOptions
+from stacko.engine.stakko import Stakko, StakkoOptions
 
 GAMES: dict[str, GameSpec] = {
     spec.name: spec

@@ -31,13 +31,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.errors import IllegalMoveError, IllegalReason, InvalidOptionsError
-from engine.outcome import Outcome, Termination
+from stacko.engine.errors import IllegalMoveError, IllegalReason, InvalidOptionsError
+from stacko.engine.outcome import Outcome, Termination
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from engine.stacko_view import StackoView
+    from stacko.engine.stacko_view import StackoView
 
 _view: Callable[[Stacko, int | None], StackoView] | None = None
 """``engine.stacko_view.view``, once ``Stacko.view`` first ran (an import per call cost ~0.4 us
@@ -350,7 +350,7 @@ class Stacko:
         global _view
         view = _view
         if view is None:  # engine.stacko_view imports this module: bound on first use
-            from engine.stacko_view import view as first
+            from stacko.engine.stacko_view import view as first
 
             view = _view = first
         return view(self, seat)

@@ -17,8 +17,8 @@ from __future__ import annotations
 import random
 from typing import NamedTuple
 
-from engine.outcome import Outcome, Termination
-from engine.stacko import (
+from stacko.engine.outcome import Outcome, Termination
+from stacko.engine.stacko import (
     Drew,
     Event,
     Move,

@@ -38,8 +38,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from engine.errors import IllegalMoveError, IllegalReason, InvalidOptionsError
-from engine.outcome import Outcome, Termination
+from stacko.engine.errors import IllegalMoveError, IllegalReason, InvalidOptionsError
+from stacko.engine.outcome import Outcome, Termination
 
 VARIANTS = ("basic", "gray", "red")
 SPACES = 9

@@ -5,8 +5,8 @@ of the repository is its normative description; ``protocol/schema/`` holds the J
 generated from these models (``python -m protocol.schema`` rewrites it).
 """
 
-from protocol.errors import ErrorCode, ProtocolError
-from protocol.messages import (
+from stacko.protocol.errors import ErrorCode, ProtocolError
+from stacko.protocol.messages import (
     CLIENT,
     PROTOCOL_VERSION,
     SERVER,

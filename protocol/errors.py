@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 
-from engine.errors import IllegalReason
+from stacko.engine.errors import IllegalReason
 
 
 class ErrorCode(enum.Enum):

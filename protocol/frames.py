@@ -11,8 +11,8 @@ from typing import Any
 
 import orjson
 
-from protocol.errors import ErrorCode, ProtocolError
-from protocol.games import GameCodec
+from stacko.protocol.errors import ErrorCode, ProtocolError
+from stacko.protocol.games import GameCodec
 
 RequestId = int | str | None
 

@@ -25,9 +25,9 @@ from pydantic import (
     ValidationError,
 )
 
-from protocol.errors import ErrorCode, ProtocolError
-from protocol.games.stacko import StackoMove, StackoViewModel
-from protocol.games.stakko import StakkoMoveModel, StakkoViewModel
+from stacko.protocol.errors import ErrorCode, ProtocolError
+from stacko.protocol.games.stacko import StackoMove, StackoViewModel
+from stacko.protocol.games.stakko import StakkoMoveModel, StakkoViewModel
 
 PROTOCOL_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({1})

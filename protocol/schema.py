@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from protocol.messages import CLIENT, PROTOCOL_VERSION, SERVER
+from stacko.protocol.messages import CLIENT, PROTOCOL_VERSION, SERVER
 
 SCHEMA_DIR = Path(__file__).parent / "schema"
 

@@ -14,11 +14,11 @@ import signal
 import time
 from collections.abc import Sequence
 
-from server import compiled
-from server.app import Server
-from server.config import ServerConfig, derived_max_connections, parse_args
-from server.gcpacer import GcPacer
-from server.store import StoreError, make_store
+from stacko.server import compiled
+from stacko.server.app import Server
+from stacko.server.config import ServerConfig, derived_max_connections, parse_args
+from stacko.server.gcpacer import GcPacer
+from stacko.server.store import StoreError, make_store
 
 RETENTION_INTERVAL_S = 3600.0
 

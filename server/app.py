@@ -26,19 +26,19 @@ from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.http11 import Request, Response
 
-from server import records, static
-from server.batch import WriteBatch
-from server.botpool import PoolThinker, acquire, default_workers, release, shared_pool
-from server.clock import Clock, SystemClock
-from server.config import ServerConfig, derived_max_connections
-from server.connection import CLOSE_GOING_AWAY, CLOSE_INTERNAL, Connection
-from server.hub import BotFactory, Hub
-from server.metrics import CONTENT_TYPE, Metrics
-from server.rng import SystemShuffle
-from server.store.base import Store
-from server.store.metrics import StoreCollector
-from server.store.recorder import Recorder, recover
-from server.wsconn import DirectServerConnection, SocketCount
+from stacko.server import records, static
+from stacko.server.batch import WriteBatch
+from stacko.server.botpool import PoolThinker, acquire, default_workers, release, shared_pool
+from stacko.server.clock import Clock, SystemClock
+from stacko.server.config import ServerConfig, derived_max_connections
+from stacko.server.connection import CLOSE_GOING_AWAY, CLOSE_INTERNAL, Connection
+from stacko.server.hub import BotFactory, Hub
+from stacko.server.metrics import CONTENT_TYPE, Metrics
+from stacko.server.rng import SystemShuffle
+from stacko.server.store.base import Store
+from stacko.server.store.metrics import StoreCollector
+from stacko.server.store.recorder import Recorder, recover
+from stacko.server.wsconn import DirectServerConnection, SocketCount
 
 log = logging.getLogger("stacko.server")
 
@@ -98,7 +98,7 @@ def throttle_accept_errors() -> ThrottleAcceptErrors:
 def _default_bots() -> tuple[dict[str, list[str]], BotFactory | None]:
     """The built-in bots, if the bots package is importable (it ships with the server)."""
     try:
-        from clients.bots.registry import (  # type: ignore[import-not-found,unused-ignore]
+        from stacko.clients.bots.registry import (  # type: ignore[import-not-found,unused-ignore]
             available,
             make_bot,
         )

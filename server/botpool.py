@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from server.compiled import MODULES
+from stacko.server.compiled import MODULES
 
 log = logging.getLogger("stacko.bots")
 
@@ -189,7 +189,7 @@ class PoolThinker:
         if self._executor is None:
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(
-                ["clients.bots.registry", "clients.bots.stacko_bots", "clients.bots.stakko_bots"]
+                ["stacko.clients.bots.registry", "stacko.clients.bots.stacko_bots", "stacko.clients.bots.stakko_bots"]
             )
             self._executor = concurrent.futures.ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=ctx, initializer=_quiet_worker

@@ -17,17 +17,17 @@ import json
 import os
 
 MODULES = (
-    "engine.errors",
-    "engine.outcome",
-    "engine.stacko",
-    "engine.stacko_view",
-    "protocol.frames",
-    "protocol.games.stacko_encode",
-    "server.batch",
-    "server.connection",
-    "server.hub",
-    "server.metrics",
-    "server.room",
+    "stacko.engine.errors",
+    "stacko.engine.outcome",
+    "stacko.engine.stacko",
+    "stacko.engine.stacko_view",
+    "stacko.protocol.frames",
+    "stacko.protocol.games.stacko_encode",
+    "stacko.server.batch",
+    "stacko.server.connection",
+    "stacko.server.hub",
+    "stacko.server.metrics",
+    "stacko.server.room",
 )
 
 _COMPILED_SUFFIXES = (".so", ".pyd")
@@ -58,7 +58,8 @@ def status() -> tuple[list[str], list[str]]:
         for name in MODULES
         if (importlib.import_module(name).__file__ or "").endswith(_COMPILED_SUFFIXES)
     ]
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # stacko/server/compiled.py: the root holds stacko/ (a checkout, or site-packages)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
         with open(os.path.join(root, SOURCES_FILE)) as f:
             built: dict[str, str] = json.load(f)

@@ -19,15 +19,15 @@ import time
 from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
-from protocol import frames, messages
-from protocol.errors import ErrorCode, ProtocolError
-from server.batch import WriteBatch, text_frame
-from server.clock import Clock
-from server.config import ServerConfig
-from server.hub import Hub, Session
-from server.metrics import Metrics
-from server.store.base import Store
-from server.wsconn import DirectServerConnection
+from stacko.protocol import frames, messages
+from stacko.protocol.errors import ErrorCode, ProtocolError
+from stacko.server.batch import WriteBatch, text_frame
+from stacko.server.clock import Clock
+from stacko.server.config import ServerConfig
+from stacko.server.hub import Hub, Session
+from stacko.server.metrics import Metrics
+from stacko.server.store.base import Store
+from stacko.server.wsconn import DirectServerConnection
 
 log = logging.getLogger("stacko.connection")
 

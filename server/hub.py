@@ -18,16 +18,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.errors import InvalidOptionsError
-from engine.games import GAMES
-from protocol import frames, messages
-from protocol.errors import ErrorCode, ProtocolError
-from protocol.games import CODECS
-from server.botpool import InlineThinker
-from server.clock import Clock, Timer
-from server.config import ServerConfig
-from server.rng import SystemShuffle
-from server.room import Chooser, Peer, Player, Room, RoomHooks, Thinker
+from stacko.engine.errors import InvalidOptionsError
+from stacko.engine.games import GAMES
+from stacko.protocol import frames, messages
+from stacko.protocol.errors import ErrorCode, ProtocolError
+from stacko.protocol.games import CODECS
+from stacko.server.botpool import InlineThinker
+from stacko.server.clock import Clock, Timer
+from stacko.server.config import ServerConfig
+from stacko.server.rng import SystemShuffle
+from stacko.server.room import Chooser, Peer, Player, Room, RoomHooks, Thinker
 
 log = logging.getLogger("stacko.hub")
 

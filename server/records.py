@@ -26,11 +26,11 @@ import orjson
 from websockets.asyncio.server import ServerConnection
 from websockets.http11 import Request, Response
 
-from engine.games import GAMES
-from protocol.games import CODECS
-from server.hub import ROOM_ALPHABET, ROOM_CODE_LENGTH
-from server.store.base import RESULTS, Filters, Store, decode_cursor, encode_cursor
-from server.store.recorder import Event, Replay, events_from_rows, is_game_id, options_of
+from stacko.engine.games import GAMES
+from stacko.protocol.games import CODECS
+from stacko.server.hub import ROOM_ALPHABET, ROOM_CODE_LENGTH
+from stacko.server.store.base import RESULTS, Filters, Store, decode_cursor, encode_cursor
+from stacko.server.store.recorder import Event, Replay, events_from_rows, is_game_id, options_of
 
 PREFIX = "/api/games"
 MAX_LIMIT = 100
@@ -156,7 +156,7 @@ def _position_stacko(state: Any) -> str:
 
 
 def _position_stakko(state: Any) -> str:
-    from engine.stakko import line_str
+    from stacko.engine.stakko import line_str
 
     return f"line {line_str(state.line)}"
 

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal, Protocol
 
-from engine.errors import IllegalMoveError, IllegalReason
-from engine.game import GameSpec, GameState
-from engine.outcome import Termination
-from protocol import frames
-from protocol.errors import ErrorCode, ProtocolError, to_error_code
-from protocol.games import GameCodec
-from server.clock import Clock, Timer
+from stacko.engine.errors import IllegalMoveError, IllegalReason
+from stacko.engine.game import GameSpec, GameState
+from stacko.engine.outcome import Termination
+from stacko.protocol import frames
+from stacko.protocol.errors import ErrorCode, ProtocolError, to_error_code
+from stacko.protocol.games import GameCodec
+from stacko.server.clock import Clock, Timer
 
 log = logging.getLogger("stacko.room")
 

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from server.compiled import MODULES
+from stacko.server.compiled import MODULES
 
 
 class _SourceFirst(importlib.abc.MetaPathFinder):

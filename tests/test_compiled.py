@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from server import compiled
+from stacko.server import compiled
 
 REPO = Path(__file__).resolve().parent.parent
 

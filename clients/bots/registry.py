@@ -12,13 +12,13 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from clients.bots.base import BotFactory
+from stacko.clients.bots.base import BotFactory
 
 _FACTORIES: dict[str, dict[str, BotFactory]] = {}
 
 _LAZY: dict[str, tuple[str, dict[str, str]]] = {
     "stacko": (
-        "clients.bots.stacko_bots",
+        "stacko.clients.bots.stacko_bots",
         {
             "easy": "EasyStackoBot",
             "medium": "MediumStackoBot",
@@ -26,7 +26,7 @@ _LAZY: dict[str, tuple[str, dict[str, str]]] = {
         },
     ),
     "stakko": (
-        "clients.bots.stakko_bots",
+        "stacko.clients.bots.stakko_bots",
         {"random": "RandomStakkoBot", "search": "SearchStakkoBot"},
     ),
 }

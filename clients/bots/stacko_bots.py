@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clients.bots.base import BaseBot
-from engine.stacko import (
+from stacko.clients.bots.base import BaseBot
+from stacko.engine.stacko import (
     DRAW,
     PASS,
     Drew,
@@ -41,7 +41,7 @@ from engine.stacko import (
     place,
     take,
 )
-from engine.stacko_view import StackoView
+from stacko.engine.stacko_view import StackoView
 
 # -- shared helpers -----------------------------------------------------------------------
 

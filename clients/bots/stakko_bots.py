@@ -12,8 +12,8 @@ import random
 from collections.abc import Sequence
 from typing import Protocol
 
-from engine.outcome import Outcome
-from engine.stakko import Stakko, StakkoMove, StakkoOptions, StakkoView
+from stacko.engine.outcome import Outcome
+from stacko.engine.stakko import Stakko, StakkoMove, StakkoOptions, StakkoView
 
 WIN = 10_000.0
 """Above any heuristic value: a won game beats every unfinished one."""

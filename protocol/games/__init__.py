@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from protocol.games import stacko, stacko_encode, stakko
+from stacko.protocol.games import stacko, stacko_encode, stakko
 
 
 @dataclass(frozen=True, slots=True)

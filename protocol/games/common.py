@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.outcome import Outcome, Termination
+from stacko.engine.outcome import Outcome, Termination
 
 
 class WireModel(BaseModel):

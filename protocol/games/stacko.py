@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from engine.stacko import (
+from stacko.engine.stacko import (
     Action,
     Drew,
     Event,
@@ -25,8 +25,8 @@ from engine.stacko import (
     StackoOptions,
     Took,
 )
-from engine.stacko_view import StackoView
-from protocol.games.common import (
+from stacko.engine.stacko_view import StackoView
+from stacko.protocol.games.common import (
     OutcomeModel,
     WireModel,
     outcome_from_wire,

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from engine.outcome import Outcome
-from engine.stacko import (
+from stacko.engine.outcome import Outcome
+from stacko.engine.stacko import (
     Drew,
     Event,
     GameEnded,
@@ -26,8 +26,8 @@ from engine.stacko import (
     RoundResult,
     Took,
 )
-from engine.stacko_view import StackoView
-from protocol.games.common import Names, outcome_text, outcome_to_wire, score_text, who
+from stacko.engine.stacko_view import StackoView
+from stacko.protocol.games.common import Names, outcome_text, outcome_to_wire, score_text, who
 
 
 def move_to_wire(move: Move) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from engine.stakko import (
+from stacko.engine.stakko import (
     Colour,
     Event,
     GameEnded,
@@ -21,7 +21,7 @@ from engine.stakko import (
     StakkoView,
     move,
 )
-from protocol.games.common import (
+from stacko.protocol.games.common import (
     Names,
     OutcomeModel,
     WireModel,

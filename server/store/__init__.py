@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from server.store.base import Filters, Op, Store, StoreError
+from stacko.server.store.base import Filters, Op, Store, StoreError
 
 __all__ = ["Filters", "Op", "Store", "StoreError", "default_data_dir", "make_store"]
 
@@ -34,13 +34,13 @@ def make_store(
     if database == "memory":
         return None
     if database == "sqlite":
-        from server.store.sqlite import SQLiteStore
+        from stacko.server.store.sqlite import SQLiteStore
 
         if sync not in ("normal", "full"):
             raise ValueError(f"--sync must be normal or full, not {sync!r}")
         return SQLiteStore(data_dir or default_data_dir(), sync, writer)
     if database.startswith(("postgresql://", "postgres://")):
-        from server.store.postgres import PostgresStore
+        from stacko.server.store.postgres import PostgresStore
 
         return PostgresStore(database)
     raise ValueError(f"--database must be sqlite, memory or a postgresql:// URL, not {database!r}")

@@ -22,7 +22,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-from server.store.base import COMMIT_BUCKETS, Store
+from stacko.server.store.base import COMMIT_BUCKETS, Store
 
 
 class StoreCollector:

@@ -27,12 +27,12 @@ from typing import Any
 
 import orjson
 
-from engine.game import GameSpec, GameState
-from engine.games import GAMES
-from engine.outcome import Termination
-from protocol.games import CODECS, GameCodec
-from protocol.games.common import outcome_to_wire
-from server.store.base import Op, Store
+from stacko.engine.game import GameSpec, GameState
+from stacko.engine.games import GAMES
+from stacko.engine.outcome import Termination
+from stacko.protocol.games import CODECS, GameCodec
+from stacko.protocol.games.common import outcome_to_wire
+from stacko.server.store.base import Op, Store
 
 log = logging.getLogger("stacko.store")
 
@@ -285,8 +285,8 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
     """Rebuild every game in progress into a room of ``hub`` (same code), seats disconnected
     with a fresh grace; a session token from before resumes its seats (``hub.revive``).
     Returns the number of games restored."""
-    from server.hub import Session
-    from server.room import Player, Room
+    from stacko.server.hub import Session
+    from stacko.server.room import Player, Room
 
     dormant: dict[str, Session] = {}
     restored = 0

@@ -39,8 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from server.store.base import Op, Store, StoreError, runs
-from server.store.schema import MIGRATIONS, VERSION_TABLE, SchemaError, plan
+from stacko.server.store.base import Op, Store, StoreError, runs
+from stacko.server.store.schema import MIGRATIONS, VERSION_TABLE, SchemaError, plan
 
 log = logging.getLogger("stacko.store")
 

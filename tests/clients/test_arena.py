@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from clients.arena import (
+from stacko.clients.arena import (
     LOCAL,
     ArenaResult,
     DuplicateRandom,
@@ -23,9 +23,9 @@ from clients.arena import (
     run_live_arena,
     solitaire_turns,
 )
-from engine.stacko import Stacko
-from server.app import Server
-from server.config import ServerConfig
+from stacko.engine.stacko import Stacko
+from stacko.server.app import Server
+from stacko.server.config import ServerConfig
 
 BOTS = [Entrant("stacko", level) for level in ("easy", "medium", "strong")]
 

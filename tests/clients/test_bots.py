@@ -11,10 +11,10 @@ import random
 
 import pytest
 
-from clients.arena import Entrant, pair_stats, play_game, run_arena, solitaire_turns
-from clients.bots.base import Bot, checked_choice
-from clients.bots.registry import UnknownBotError, levels, make_bot, parse_spec
-from clients.bots.stacko_bots import (
+from stacko.clients.arena import Entrant, pair_stats, play_game, run_arena, solitaire_turns
+from stacko.clients.bots.base import Bot, checked_choice
+from stacko.clients.bots.registry import UnknownBotError, levels, make_bot, parse_spec
+from stacko.clients.bots.stacko_bots import (
     EasyStackoBot,
     MediumStackoBot,
     RoundMemory,
@@ -22,8 +22,8 @@ from clients.bots.stacko_bots import (
     ideal_slot,
     knowledge,
 )
-from engine.stacko import DRAW, PASS, Phase, Reshuffled, Stacko, StackoOptions, place, take
-from engine.stacko_view import StackoView, resample
+from stacko.engine.stacko import DRAW, PASS, Phase, Reshuffled, Stacko, StackoOptions, place, take
+from stacko.engine.stacko_view import StackoView, resample
 
 LEVELS = ("easy", "medium", "strong")
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from clients.cli import amain
-from clients.client import ServerError, StackoClient
-from protocol.messages import SERVER
-from server.app import Server
-from server.config import ServerConfig
+from stacko.clients.cli import amain
+from stacko.clients.client import ServerError, StackoClient
+from stacko.protocol.messages import SERVER
+from stacko.server.app import Server
+from stacko.server.config import ServerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = {"rate_per_second": 1000.0, "burst": 2000}
@@ -47,7 +47,7 @@ async def spawn(*args: str, keyboard: bool = False) -> asyncio.subprocess.Proces
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "clients.cli",
+        "stacko.clients.cli",
         *args,
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},

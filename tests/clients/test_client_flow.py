@@ -18,17 +18,17 @@ from typing import Any
 
 import pytest
 
-from clients import botcli
-from clients.cli import amain, http_base, parse_args, replay_lines
-from clients.client import StackoClient, websocket_url
-from clients.sdk import Bot, BotRunner, GameResult, Move, State, play
-from engine.stacko import StackoOptions
-from engine.stacko import new_game as new_stacko
-from engine.stakko import StakkoOptions
-from engine.stakko import new_game as new_stakko
-from protocol.games import CODECS
-from server.app import Server
-from server.config import ServerConfig
+from stacko.clients import botcli
+from stacko.clients.cli import amain, http_base, parse_args, replay_lines
+from stacko.clients.client import StackoClient, websocket_url
+from stacko.clients.sdk import Bot, BotRunner, GameResult, Move, State, play
+from stacko.engine.stacko import StackoOptions
+from stacko.engine.stacko import new_game as new_stacko
+from stacko.engine.stakko import StakkoOptions
+from stacko.engine.stakko import new_game as new_stakko
+from stacko.protocol.games import CODECS
+from stacko.server.app import Server
+from stacko.server.config import ServerConfig
 
 FAST = {"rate_per_second": 1000.0, "burst": 2000}
 SMALL = {"bricks": 12, "tower": 4, "rounds": 1}

@@ -9,14 +9,14 @@ from typing import Any
 import orjson
 import pytest
 
-from clients.cli import Command, parse_args, parse_command, parse_option, summary
-from clients.render import BAR_WIDTH, HIDDEN, SEEN, bar, brick_count, describe_result, render_state
-from engine.outcome import Termination
-from engine.stacko import Stacko, StackoOptions
-from engine.stakko import Stakko
-from protocol import frames
-from protocol.games import CODECS
-from protocol.messages import SERVER
+from stacko.clients.cli import Command, parse_args, parse_command, parse_option, summary
+from stacko.clients.render import BAR_WIDTH, HIDDEN, SEEN, bar, brick_count, describe_result, render_state
+from stacko.engine.outcome import Termination
+from stacko.engine.stacko import Stacko, StackoOptions
+from stacko.engine.stakko import Stakko
+from stacko.protocol import frames
+from stacko.protocol.games import CODECS
+from stacko.protocol.messages import SERVER
 
 
 def frame_for(

@@ -21,18 +21,18 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_client_e2e import FAST, RESULT, Keyboard, check_pair, last_line, spawn, wait_for_line
 from test_client_render import frame_for as render_frame_for
 
-from clients.cli import Command, amain, commands_text, parse_args, parse_command, stakko_refusal
-from clients.render import (
+from stacko.clients.cli import Command, amain, commands_text, parse_args, parse_command, stakko_refusal
+from stacko.clients.render import (
     STAKKO_LEGEND,
     describe_result,
     describe_stakko_moves,
     disc_letters,
     render_state,
 )
-from engine.outcome import Termination
-from engine.stakko import Stakko, StakkoOptions, move
-from server.app import Server
-from server.config import ServerConfig
+from stacko.engine.outcome import Termination
+from stacko.engine.stakko import Stakko, StakkoOptions, move
+from stacko.server.app import Server
+from stacko.server.config import ServerConfig
 
 LETTER = {"white": "W", "black": "B", "gray": "G", "red": "R"}
 

@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from clients import botcli
-from clients.bots.registry import UnknownBotError
-from clients.sdk import (
+from stacko.clients import botcli
+from stacko.clients.bots.registry import UnknownBotError
+from stacko.clients.sdk import (
     Bot,
     BotError,
     BotRunner,
@@ -31,8 +31,8 @@ from clients.sdk import (
     State,
     default_fallback,
 )
-from server.app import Server
-from server.config import ServerConfig
+from stacko.server.app import Server
+from stacko.server.config import ServerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = {"rate_per_second": 1000.0, "burst": 2000}
@@ -520,7 +520,7 @@ async def test_stacko_bot_command_creates_a_room_for_rematches(make_server: Make
     """The installed command in its own process creates a Stakko room; another joins it."""
     srv = await make_server()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "clients.botcli", srv.url, "--game", "stakko", "--level",
+        sys.executable, "-m", "stacko.clients.botcli", srv.url, "--game", "stakko", "--level",
         "random", "--create", "--games", "2", "--seed", "1",
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,

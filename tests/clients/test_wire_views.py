@@ -9,19 +9,19 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from clients.bots.registry import make_bot
-from clients.wire_views import (
+from stacko.clients.bots.registry import make_bot
+from stacko.clients.wire_views import (
     move_to_wire,
     moves_from_wire,
     options_from_info,
     view_from_wire,
 )
-from engine.outcome import Termination
-from engine.stacko import Stacko, StackoOptions
-from engine.stakko import Stakko, StakkoOptions
-from protocol.games import stacko as wire_stacko
-from protocol.games import stacko_encode
-from protocol.games import stakko as wire_stakko
+from stacko.engine.outcome import Termination
+from stacko.engine.stacko import Stacko, StackoOptions
+from stacko.engine.stakko import Stakko, StakkoOptions
+from stacko.protocol.games import stacko as wire_stacko
+from stacko.protocol.games import stacko_encode
+from stacko.protocol.games import stakko as wire_stakko
 
 
 def through_json(data: Any) -> Any:

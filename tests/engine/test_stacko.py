@@ -19,11 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import engine.stacko as stacko_engine
-import engine.stacko_view as stacko_view
-from engine.errors import IllegalMoveError, IllegalReason, InvalidOptionsError
-from engine.outcome import Outcome, Termination
-from engine.stacko import (
+import stacko.engine.stacko as stacko_engine
+import stacko.engine.stacko_view as stacko_view
+from stacko.engine.errors import IllegalMoveError, IllegalReason, InvalidOptionsError
+from stacko.engine.outcome import Outcome, Termination
+from stacko.engine.stacko import (
     DRAW,
     FINISH_SCORE,
     PASS,
@@ -48,7 +48,7 @@ from engine.stacko import (
     run_length,
     take,
 )
-from engine.stacko_view import StackoView, resample, unseen_bricks
+from stacko.engine.stacko_view import StackoView, resample, unseen_bricks
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.errors import IllegalMoveError, IllegalReason, InvalidOptionsError
-from engine.games import GAMES
-from engine.outcome import Termination
-from engine.stakko import (
+from stacko.engine.errors import IllegalMoveError, IllegalReason, InvalidOptionsError
+from stacko.engine.games import GAMES
+from stacko.engine.outcome import Termination
+from stacko.engine.stakko import (
     BLACK,
     GRAY,
     RED,

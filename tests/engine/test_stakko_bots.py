@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from clients.bots.stakko_bots import RandomStakkoBot, SearchStakkoBot, StakkoBot, play
-from engine.stakko import VARIANTS, Stakko, StakkoMove, StakkoOptions, StakkoView, move
+from stacko.clients.bots.stakko_bots import RandomStakkoBot, SearchStakkoBot, StakkoBot, play
+from stacko.engine.stakko import VARIANTS, Stakko, StakkoMove, StakkoOptions, StakkoView, move
 
 GAMES_PER_VARIANT = 40
 

@@ -17,14 +17,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from engine.outcome import Termination
-from engine.stacko import Stacko, StackoOptions
-from protocol import frames, schema
-from protocol.errors import ErrorCode, ProtocolError
-from protocol.games import CODECS
-from protocol.games.stacko import StackoMove, StackoViewModel, options_to_wire
-from protocol.games.stacko_encode import legal_to_wire, view_to_wire
-from protocol.messages import (
+from stacko.engine.outcome import Termination
+from stacko.engine.stacko import Stacko, StackoOptions
+from stacko.protocol import frames, schema
+from stacko.protocol.errors import ErrorCode, ProtocolError
+from stacko.protocol.games import CODECS
+from stacko.protocol.games.stacko import StackoMove, StackoViewModel, options_to_wire
+from stacko.protocol.games.stacko_encode import legal_to_wire, view_to_wire
+from stacko.protocol.messages import (
     CLIENT,
     PROTOCOL_VERSION,
     SERVER,

@@ -16,12 +16,12 @@ from typing import Any
 import orjson
 import pytest
 
-from clients.bots.registry import levels
-from engine.errors import IllegalReason
-from engine.games import GAMES
-from protocol.errors import ErrorCode, to_error_code
-from protocol.games import CODECS
-from protocol.messages import CLIENT, PROTOCOL_VERSION, SERVER, ClientMessage, ServerMessage
+from stacko.clients.bots.registry import levels
+from stacko.engine.errors import IllegalReason
+from stacko.engine.games import GAMES
+from stacko.protocol.errors import ErrorCode, to_error_code
+from stacko.protocol.games import CODECS
+from stacko.protocol.messages import CLIENT, PROTOCOL_VERSION, SERVER, ClientMessage, ServerMessage
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC_PATH = ROOT / "PROTOCOL.md"

@@ -10,10 +10,10 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.outcome import Outcome, Termination
-from engine.stacko import Phase, RoundResult, Stacko, StackoOptions
-from engine.stacko_view import StackoView
-from protocol.games.stacko_encode import view_json, view_to_wire
+from stacko.engine.outcome import Outcome, Termination
+from stacko.engine.stacko import Phase, RoundResult, Stacko, StackoOptions
+from stacko.engine.stacko_view import StackoView
+from stacko.protocol.games.stacko_encode import view_json, view_to_wire
 
 
 def as_json(value: Any) -> Any:

@@ -65,7 +65,7 @@ def store_spec(store_kind, tmp_path, request):
 
 @pytest.fixture
 async def open_store(store_spec):
-    from server.store import make_store
+    from stacko.server.store import make_store
 
     opened = []
 

@@ -27,8 +27,8 @@ from pydantic import ValidationError
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from engine.outcome import Termination
-from engine.stacko import (
+from stacko.engine.outcome import Termination
+from stacko.engine.stacko import (
     Drew,
     GameEnded,
     Passed,
@@ -39,12 +39,12 @@ from engine.stacko import (
     Stacko,
     Took,
 )
-from engine.stakko import Moved, Stakko
-from engine.stakko import Passed as StakkoPassed
-from protocol.messages import SERVER
-from server.app import Server
-from server.clock import FakeClock
-from server.config import ServerConfig
+from stacko.engine.stakko import Moved, Stakko
+from stacko.engine.stakko import Passed as StakkoPassed
+from stacko.protocol.messages import SERVER
+from stacko.server.app import Server
+from stacko.server.clock import FakeClock
+from stacko.server.config import ServerConfig
 
 TIMEOUT = 5.0
 INT = re.compile(r"\d+")

@@ -9,7 +9,7 @@ from typing import Any
 
 from websockets.protocol import State
 
-from server.batch import WriteBatch
+from stacko.server.batch import WriteBatch
 
 
 class FakeTransport:

@@ -21,9 +21,9 @@ async def test_baseline_moves_frames(kind: str) -> None:
 
 
 async def test_critical_path_times_every_step_and_puts_everything_back() -> None:
-    from protocol import messages
-    from protocol.games import CODECS
-    from server import wsconn
+    from stacko.protocol import messages
+    from stacko.protocol.games import CODECS
+    from stacko.server import wsconn
 
     before = (
         messages.parse_client,

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from server.gcpacer import GcPacer
-from server.metrics import Metrics
+from stacko.server.gcpacer import GcPacer
+from stacko.server.metrics import Metrics
 
 
 class Node:

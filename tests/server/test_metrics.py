@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 from websockets.asyncio.client import ClientConnection, connect
 
-from server.app import Server
-from server.config import ServerConfig
-from server.metrics import MOVE_BUCKETS, Metrics, error_code
+from stacko.server.app import Server
+from stacko.server.config import ServerConfig
+from stacko.server.metrics import MOVE_BUCKETS, Metrics, error_code
 
 
 async def http_get(port: int, path: str) -> tuple[int, dict[str, str], str]:

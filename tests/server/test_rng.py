@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from server import rng as rng_module
-from server.rng import SystemShuffle
+from stacko.server import rng as rng_module
+from stacko.server.rng import SystemShuffle
 
 
 def _feed(monkeypatch: pytest.MonkeyPatch, words: list[int]) -> list[int]:
@@ -75,7 +75,7 @@ def test_a_word_from_the_partial_last_run_is_drawn_again(monkeypatch: pytest.Mon
 
 
 def test_it_is_the_servers_default_source() -> None:
-    from server.app import Server
+    from stacko.server.app import Server
 
     server = Server()
     assert isinstance(server.hub._hooks.rng_factory(), SystemShuffle)

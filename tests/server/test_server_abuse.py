@@ -16,10 +16,10 @@ import pytest
 from stacko_wire import SMALL, Client, Harness, read_frame, text_frame
 from websockets.exceptions import InvalidStatus
 
-from server.app import ACCEPT_ERROR, Server, ThrottleAcceptErrors
-from server.clock import FakeClock
-from server.config import ServerConfig, derived_max_connections
-from server.connection import Connection
+from stacko.server.app import ACCEPT_ERROR, Server, ThrottleAcceptErrors
+from stacko.server.clock import FakeClock
+from stacko.server.config import ServerConfig, derived_max_connections
+from stacko.server.connection import Connection
 
 PING_PAYLOAD = b"p" * 125  # the largest control frame: 131 bytes in, a 127-byte pong out
 

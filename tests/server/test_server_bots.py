@@ -190,9 +190,9 @@ def test_every_builtin_bot_crosses_to_a_worker_and_back(game, level):
     import pickle
     import random
 
-    from clients.bots.registry import make_bot
-    from engine.games import GAMES
-    from server.botpool import _work
+    from stacko.clients.bots.registry import make_bot
+    from stacko.engine.games import GAMES
+    from stacko.server.botpool import _work
 
     spec = GAMES[game]
     state = spec.new_game(spec.options_type(), random.Random(3))
@@ -217,7 +217,7 @@ def test_bot_workers_give_the_cpu_to_the_event_loop_first():
     neither, so the workers run at a lower priority (a higher niceness)."""
     import os
 
-    from server.botpool import PoolThinker
+    from stacko.server.botpool import PoolThinker
 
     pool = PoolThinker(1)
     try:

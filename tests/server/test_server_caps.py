@@ -9,9 +9,9 @@ import random
 import pytest
 from stacko_wire import SMALL
 
-from server.clock import FakeClock
-from server.config import ServerConfig
-from server.hub import Hub, address_key
+from stacko.server.clock import FakeClock
+from stacko.server.config import ServerConfig
+from stacko.server.hub import Hub, address_key
 
 
 async def refused(c, code: str, kind: str, **fields) -> dict:

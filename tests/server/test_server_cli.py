@@ -38,7 +38,7 @@ async def http_get(port: int, path: str) -> tuple[int, str]:
 
 def test_help_lists_host_port_and_limits():
     out = subprocess.run(
-        [sys.executable, "-m", "server", "--help"], cwd=ROOT, env=_env(), capture_output=True,
+        [sys.executable, "-m", "stacko.server", "--help"], cwd=ROOT, env=_env(), capture_output=True,
         text=True, timeout=30, check=True,
     ).stdout  # fmt: skip
     for flag in ("--host", "--port", "--max-frame-bytes", "--rate-per-second", "--burst",
@@ -52,7 +52,7 @@ def test_common_mistakes_get_one_line_not_a_traceback():
 
     def run(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "server", *args], cwd=ROOT, env={**_env(), **env},
+            [sys.executable, "-m", "stacko.server", *args], cwd=ROOT, env={**_env(), **env},
             capture_output=True, text=True, timeout=30,
         )  # fmt: skip
 
@@ -73,7 +73,7 @@ def test_common_mistakes_get_one_line_not_a_traceback():
 async def test_sigterm_closes_clients_with_1012_after_committing(tmp_path):
     stderr = (tmp_path / "stderr.txt").open("wb")  # the child writes to it
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "server", "--port", "0", cwd=ROOT, env=_env(),
+        sys.executable, "-m", "stacko.server", "--port", "0", cwd=ROOT, env=_env(),
         stdout=asyncio.subprocess.PIPE, stderr=stderr,
     )  # fmt: skip
     try:
@@ -128,7 +128,7 @@ async def test_in_process_shutdown(make_harness):
 
 async def test_memory_only_server_closes_with_1001_and_keeps_no_records(tmp_path):
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "server", "--port", "0", "--database", "memory",
+        sys.executable, "-m", "stacko.server", "--port", "0", "--database", "memory",
         "--data-dir", str(tmp_path / "unused"), cwd=ROOT, env=_env(),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
@@ -156,7 +156,7 @@ def test_a_corrupt_data_file_stops_the_server_with_a_message(tmp_path):
     data.mkdir()
     (data / "stacko.sqlite3").write_bytes(b"garbage" * 1000)
     out = subprocess.run(
-        [sys.executable, "-m", "server", "--port", "0", "--data-dir", str(data)],
+        [sys.executable, "-m", "stacko.server", "--port", "0", "--data-dir", str(data)],
         cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert out.returncode == 2, out
@@ -186,7 +186,7 @@ def test_a_full_disk_stops_the_server_loudly(tmp_path):
         "asyncio.run(main(sys.argv[1]))\n"
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server", "--port", "0", "--data-dir", str(tmp_path / "d")],
+        [sys.executable, "-m", "stacko.server", "--port", "0", "--data-dir", str(tmp_path / "d")],
         cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=limit,
     )  # fmt: skip

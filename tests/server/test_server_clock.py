@@ -8,11 +8,11 @@ import random
 import pytest
 from stacko_wire import Game, Harness
 
-from engine.games import GAMES
-from engine.stacko import StackoOptions
-from protocol.games import CODECS
-from server.clock import FakeClock
-from server.room import Player, Room, RoomHooks
+from stacko.engine.games import GAMES
+from stacko.engine.stacko import StackoOptions
+from stacko.protocol.games import CODECS
+from stacko.server.clock import FakeClock
+from stacko.server.room import Player, Room, RoomHooks
 
 OPTIONS = {"tower": 5, "bricks": 16, "rounds": 1, "turn_cap": 100, "clock_ms": 5000}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from protocol.errors import ErrorCode
+from stacko.protocol.errors import ErrorCode
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = re.compile(r"`([a-z]+(?:_[a-z]+)+)`")
@@ -96,7 +96,7 @@ async def test_a_type_that_is_not_a_string_is_unknown_type(harness) -> None:
 
 def test_protocol_lists_every_close_reason_the_server_sends() -> None:
     """The close-code table names the reasons the server and websockets really send."""
-    from server.app import SHUTDOWN_REASON
+    from stacko.server.app import SHUTDOWN_REASON
 
     text = (ROOT / "PROTOCOL.md").read_text()
     closes = text.split("**Close codes**", 1)[1].split("\n\n", 2)[1]

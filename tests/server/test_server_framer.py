@@ -15,7 +15,7 @@ import pytest
 from stacko_wire import raw_ws, read_frame
 from websockets.asyncio.server import ServerConnection
 
-from server.wsconn import DirectServerConnection
+from stacko.server.wsconn import DirectServerConnection
 
 MASK = bytes([7, 99, 200, 13])
 SENTINEL = 999

@@ -12,9 +12,9 @@ import orjson
 import pytest
 from stacko_wire import Harness, check_view, hidden_bricks, reconnect, token_bits
 
-from engine.stacko import DRAW, Stacko, StackoOptions
-from protocol import frames
-from protocol.games import CODECS
+from stacko.engine.stacko import DRAW, Stacko, StackoOptions
+from stacko.protocol import frames
+from stacko.protocol.games import CODECS
 
 
 def _frame(game: Stacko, seat: int | None) -> dict:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from stacko_wire import Harness
 
-from engine.stakko import Stakko
+from stacko.engine.stakko import Stakko
 
 
 def same_but_seat(frames: list[dict]) -> None:
@@ -106,10 +106,10 @@ async def test_stakko_bot_opponent_plays_to_the_end():
     outside the leak-checking harness (whose rooms have no bots)."""
     import random
 
-    from clients.client import StackoClient
-    from protocol.messages import SERVER
-    from server.app import Server
-    from server.config import ServerConfig
+    from stacko.clients.client import StackoClient
+    from stacko.protocol.messages import SERVER
+    from stacko.server.app import Server
+    from stacko.server.config import ServerConfig
 
     srv = Server(ServerConfig(port=0, rate_per_second=1000.0, burst=2000))
     await srv.start()

@@ -17,7 +17,7 @@ from websockets.frames import Frame
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
-from server.wsconn import DirectServerConnection
+from stacko.server.wsconn import DirectServerConnection
 
 
 async def test_a_queued_message_is_not_overtaken_by_later_whole_ones(harness) -> None:
@@ -170,7 +170,7 @@ async def test_bad_frames_close_with_websockets_codes(harness, frame: bytes, cod
 def test_text_frames_are_framed_as_websockets_frames_them(size: int) -> None:
     from websockets.server import ServerProtocol
 
-    from server.batch import text_frame
+    from stacko.server.batch import text_frame
 
     protocol = ServerProtocol()
     protocol.state = State.OPEN

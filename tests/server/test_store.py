@@ -9,10 +9,10 @@ import sqlite3
 
 import pytest
 
-from server.store import StoreError, make_store
-from server.store.base import Filters
-from server.store.schema import SCHEMA_VERSION, plan
-from server.store.sqlite import FILE_NAME
+from stacko.server.store import StoreError, make_store
+from stacko.server.store.base import Filters
+from stacko.server.store.schema import SCHEMA_VERSION, plan
+from stacko.server.store.sqlite import FILE_NAME
 
 
 def game_row(gid: str, ended_ms: int | None, status: str = "finished"):
@@ -171,7 +171,7 @@ async def test_retention_deletes_old_finished_games_at_start(open_store):
     import time
     import types
 
-    from server.__main__ import _retention
+    from stacko.server.__main__ import _retention
 
     store = await open_store()
     now_ms = int(time.time() * 1000)

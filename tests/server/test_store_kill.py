@@ -31,7 +31,7 @@ def _env(data: Path) -> dict[str, str]:
 
 async def start(data: Path, log) -> tuple[asyncio.subprocess.Process, str, int]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "server", "--port", "0", "--log-level", "WARNING",
+        sys.executable, "-m", "stacko.server", "--port", "0", "--log-level", "WARNING",
         "--rate-per-second", "100000", "--burst", "100000",
         cwd=ROOT, env=_env(data), stdout=asyncio.subprocess.PIPE, stderr=log,
     )  # fmt: skip
@@ -76,7 +76,7 @@ def current(clients: list[Client], code: str) -> dict:
 async def test_kill_9_at_random_points_loses_nothing_acknowledged(tmp_path):
     rng = random.Random(os.getpid())
     data = tmp_path / "data"
-    log = (tmp_path / "server.log").open("wb")
+    log = (tmp_path / "stacko.server.log").open("wb")
     proc, url, _ = await start(data, log)
     try:
         a, b = await Client.open(url, "alice"), await Client.open(url, "bob")

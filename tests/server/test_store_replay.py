@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from bench.replay_equality import check, record_one
-from server.store.recorder import RecordingRng, ReplayRng, events_from_rows, replay
+from stacko.server.store.recorder import RecordingRng, ReplayRng, events_from_rows, replay
 
 
 def test_random_games_replay_to_the_same_state_and_outcome():

@@ -10,8 +10,8 @@ import orjson
 import pytest
 from stacko_wire import Client
 
-from server.store import make_store
-from server.store.sqlite import SQLiteStore
+from stacko.server.store import make_store
+from stacko.server.store.sqlite import SQLiteStore
 
 SMALL = {"tower": 3, "bricks": 8, "rounds": 2, "turn_cap": 6}
 
@@ -265,7 +265,7 @@ async def test_a_close_waits_behind_the_frames_held_before_it(make_harness, tmp_
 
 
 async def test_replay_of_a_very_long_game_is_refused(make_harness, store_spec, monkeypatch):
-    from server import records
+    from stacko.server import records
 
     monkeypatch.setattr(records, "MAX_REPLAY_EVENTS", 3)
     h = await make_harness(store=make_store(*store_spec))

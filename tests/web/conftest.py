@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from server.app import Server, ServerConfig
-from server.store import make_store
+from stacko.server.app import Server, ServerConfig
+from stacko.server.store import make_store
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from engine.games import GAMES
-from protocol.games import CODECS
+from stacko.engine.games import GAMES
+from stacko.protocol.games import CODECS
 
 NAMES = ("Alice", "Bob")
 

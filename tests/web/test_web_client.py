@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from protocol.games import CODECS
-from server.app import ServerConfig
+from stacko.protocol.games import CODECS
+from stacko.server.app import ServerConfig
 from tests.web.conftest import ServerThread
 
 ROOT = Path(__file__).resolve().parents[2]

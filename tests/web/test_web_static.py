@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from server.static import CONTENT_TYPES, StaticFiles, default_root
+from stacko.server.static import CONTENT_TYPES, StaticFiles, default_root
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -185,7 +185,7 @@ def test_every_web_file_ships_in_the_package() -> None:
     """``pip install .`` (not editable) copies only declared package data: a web file no
     pattern matches would be missing from the installed server (a 404 at ``/``)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    patterns = config["tool"]["setuptools"]["package-data"]["clients"]
+    patterns = config["tool"]["setuptools"]["package-data"]["stacko.clients"]
     web = ROOT / "clients" / "web"
     files = [p.relative_to(ROOT / "clients").as_posix() for p in web.rglob("*") if p.is_file()]
     assert "web/index.html" in files
