@@ -116,10 +116,20 @@ def _register_reducers() -> None:
 _register_reducers()
 
 
+WORKER_NICENESS = 10
+"""How much lower the workers' CPU priority is than the server's. On a machine with more
+work than cores (2 cores: the server, one worker, anything else) a worker at the same
+priority took CPU time from the event loop every room waits on; a decision has a budget and
+a fallback move, the loop has neither (``bench/abuse.py`` ``bot_rooms``)."""
+
+
 def _quiet_worker() -> None:
     """A Ctrl-C reaches the whole process group: the server stops its workers itself
-    (``PoolThinker.shutdown``), so they ignore it instead of each printing a traceback."""
+    (``PoolThinker.shutdown``), so they ignore it instead of each printing a traceback.
+    And the loop comes first (``WORKER_NICENESS``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICENESS)
 
 
 def _work(payload: bytes) -> tuple[Any, Any]:

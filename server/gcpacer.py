@@ -32,6 +32,18 @@ becomes the new level to grow by half from. (A departure is counted when it happ
 what it leaves may stay reachable a little longer, through a grace timer, say: the next
 departure, or the 10-minute walk, gets it.)
 
+Departures are cheap to make, though: one client opening and closing connections (a frame
+flooder reconnecting after each ``rate_limited``, a thousand connections in 15 s) counted
+hundreds of them, and once blocks had also grown by half every tick could start a walk of
+everything, the server's imported modules and models included: 54 ms on an idle server,
+0.5 s at 10,000 connections, which every other game waits behind (``bench/abuse.py``
+``frame_flood``: the pair's p99 25 ms with the pacer, 5 ms with Python's own collector). So
+a walk started by growth comes at most once every ``min_full_gap_s`` (``MIN_FULL_GAP_S``,
+60 s, counted from ``start`` too): whatever the churn, walks of the frozen set take at most
+a walk's pause per minute (0.1 % of the time idle, ~1 % at 10,000 connections), and the
+garbage that waits for one is at most a minute of churn (cycles of connections that lived
+past a tick; most of a connection dies by reference count at once).
+
 Only the ``stacko-server`` process does this (``server.__main__``); it is process-wide, so a
 ``Server`` embedded in another program leaves the collector alone.
 """
@@ -42,6 +54,9 @@ import gc
 import sys
 import time
 from collections.abc import Callable
+
+MIN_FULL_GAP_S = 60.0
+"""Fewest seconds between two walks of the frozen set started by growth (see above)."""
 
 Schedule = Callable[[float, Callable[[], None]], object]
 """``loop.call_later``: run the callback after that many seconds."""
@@ -56,6 +71,7 @@ class GcPacer:
         *,
         growth: float = 1.5,
         full_every_s: float = 600.0,
+        min_full_gap_s: float = MIN_FULL_GAP_S,
         memory: Callable[[], int] = sys.getallocatedblocks,
         departures: Callable[[], int] | None = None,
     ) -> None:
@@ -65,6 +81,9 @@ class GcPacer:
         """Called with each tick's pause (seconds) and whether it walked the frozen set too."""
         self.growth = growth
         self.full_every_ticks = max(1, round(full_every_s / interval))
+        self.min_full_gap_ticks = round(min_full_gap_s / interval)
+        """Ticks (counted from the last walk of the frozen set, or ``start``) before growth
+        may start another: departures come as fast as a client can reconnect."""
         self.memory = memory
         """What a walk of everything should bring down (allocated blocks by default)."""
         self.departures = departures
@@ -73,6 +92,9 @@ class GcPacer:
         self.departures_at_full = 0
         self.skipped_walks = 0
         """Ticks where memory had grown by half but nothing had gone away: no walk."""
+        self.deferred_walks = 0
+        """Ticks where memory had grown by half and something had gone away, but the last
+        walk was less than ``min_full_gap_s`` ago: the walk waits."""
         self.memory_after_full = 0
         self.ticks_since_full = 0
         self.full_walks = 0
@@ -101,7 +123,10 @@ class GcPacer:
         memory = self.memory()
         if not full and memory > self.growth * self.memory_after_full:
             if self.departures is None or self._departed() != self.departures_at_full:
-                full = True
+                if self.ticks_since_full >= self.min_full_gap_ticks:
+                    full = True
+                else:  # too soon after the last walk: it waits, the level stays
+                    self.deferred_walks += 1
             else:  # grown, but nothing went away: live data, the new level to grow from
                 self.memory_after_full = memory
                 self.skipped_walks += 1

@@ -80,7 +80,7 @@ def test_ticks_free_new_cycles_and_reschedule(restore_gc: None) -> None:
 
 def test_a_frozen_cycle_is_freed_once_memory_grew_by_half(restore_gc: None) -> None:
     memory = [1000]
-    pacer = GcPacer(1.0, Manual(), memory=lambda: memory[0])
+    pacer = GcPacer(1.0, Manual(), memory=lambda: memory[0], min_full_gap_s=0)
     frozen = cycle()
     pacer.start()  # collects first, then freezes: the cycle made before is gone
     assert frozen() is None
@@ -104,7 +104,9 @@ def test_growth_with_nothing_gone_is_live_data_not_a_walk(restore_gc: None) -> N
     """Connections being opened: memory grows by half again and again, nothing went away,
     and no walk of the frozen set is made until something does."""
     memory, gone = [1000], [0]
-    pacer = GcPacer(1.0, Manual(), memory=lambda: memory[0], departures=lambda: gone[0])
+    pacer = GcPacer(
+        1.0, Manual(), memory=lambda: memory[0], departures=lambda: gone[0], min_full_gap_s=0
+    )
     pacer.start()
     probe = frozen_then_dead(pacer)
     for level in (1600, 2500, 4000):
@@ -123,6 +125,43 @@ def test_growth_with_nothing_gone_is_live_data_not_a_walk(restore_gc: None) -> N
     memory[0] = 9002
     pacer.tick()  # grown by half again, nothing more gone
     assert pacer.full_walks == 1 and pacer.skipped_walks == 4
+    pacer.stop()
+
+
+def test_churn_buys_at_most_one_walk_a_minute(restore_gc: None) -> None:
+    """One client reconnecting as fast as it may (bench/abuse.py's frame_flood): departures
+    every tick and memory grown by half must not start a walk of everything on every tick,
+    each a pause every other game waits behind; by default at most one a minute."""
+    memory, gone = [1000], [0]
+    pacer = GcPacer(0.25, Manual(), memory=lambda: memory[0], departures=lambda: gone[0])
+    pacer.start()
+    probe = frozen_then_dead(pacer)  # the first tick
+    walks_at: list[int] = []
+    for tick in range(2, 4 * 150 + 1):  # two and a half minutes of ticks of 0.25 s
+        gone[0] += 4  # four connections ended
+        memory[0] = 2 * pacer.memory_after_full  # and their garbage, or anything, grew
+        before = pacer.full_walks
+        pacer.tick()
+        if pacer.full_walks != before:
+            walks_at.append(tick)
+    assert walks_at == [240, 480]  # 60 s after start, then 60 s after that walk
+    assert probe() is None  # what the first walk was for: the frozen garbage is freed
+    assert pacer.deferred_walks == 600 - 1 - 2
+    pacer.stop()
+
+
+def test_the_floor_between_walks_is_an_option(restore_gc: None) -> None:
+    memory, gone = [1000], [0]
+    pacer = GcPacer(
+        1.0, Manual(), memory=lambda: memory[0], departures=lambda: gone[0], min_full_gap_s=3.0
+    )
+    pacer.start()
+    probe = frozen_then_dead(pacer)  # the first tick, 1 s
+    gone[0], memory[0] = 1, 1600
+    pacer.tick()
+    assert pacer.full_walks == 0 and pacer.memory_after_full == 1000  # waits, level kept
+    pacer.tick()  # 3 s since start
+    assert pacer.full_walks == 1 and probe() is None
     pacer.stop()
 
 
