@@ -125,8 +125,11 @@ class AccountLink:
         ]
 
     def kick(self, account_id: str) -> None:
-        """The account's token changed (rotated, revoked): its connections here end now."""
+        """The account's token changed (rotated, revoked): its connections here end now, and
+        its sessions here are guests from now on (a session token must not keep an account
+        signed in past its token, even one in its reconnect grace)."""
         for session in self._sessions_of(account_id):
+            session.account = None
             peer = session.peer
             if peer is not None:
                 peer.fail(ErrorCode.BAD_ACCOUNT, "the account token was rotated or revoked")

@@ -282,6 +282,8 @@ class Accounts:
                 )
             ]
         )
+        if await self.authenticate(fresh) is None:  # another rotation won the race
+            raise AccountError(401, "bad_token", "the token is not a live account token")
         if self.kick is not None:
             self.kick(account.id)
         return account, fresh

@@ -114,12 +114,15 @@ async def _leaderboard(accounts: Accounts, ws: ServerConnection, q: dict[str, st
         raise _bad(f"game must be one of {', '.join(GAMES)}")
     start = 0
     if q.get("cursor"):
-        if not q["cursor"].isdigit() or len(q["cursor"]) > 9:
+        if not (q["cursor"].isascii() and q["cursor"].isdigit()) or len(q["cursor"]) > 9:
             raise BadRequest(http.HTTPStatus.BAD_REQUEST, "bad_cursor", "a cursor is a number")
         start = int(q["cursor"])
     limit = 20
     if q.get("limit"):
-        if not q["limit"].isdigit() or not 1 <= int(q["limit"]) <= MAX_LIMIT:
+        limit_text = q["limit"]
+        if not (limit_text.isascii() and limit_text.isdigit()) or len(limit_text) > 9:
+            raise _bad(f"limit must be 1..{MAX_LIMIT}")
+        if not 1 <= int(limit_text) <= MAX_LIMIT:
             raise _bad(f"limit must be 1..{MAX_LIMIT}")
         limit = int(q["limit"])
     rows = await accounts.store.fetch(

@@ -112,7 +112,7 @@ def parse_filters(query: str) -> Filters:
     limit = DEFAULT_LIMIT
     if one.get("limit"):
         text = one["limit"]
-        if not text.isdigit() or not 1 <= int(text) <= MAX_LIMIT:
+        if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_LIMIT:
             raise _bad("bad_filter", f"limit must be 1..{MAX_LIMIT}, not {text!r}")
         limit = int(text)
     return Filters(game, player, code, result, cursor, limit)

@@ -84,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     redis_port = args.redis_port or free_port()
     url = f"redis://127.0.0.1:{redis_port}/0"
     procs: list[subprocess.Popen[bytes]] = []
+    # From the start, not once the nodes are up: a SIGTERM while they start must stop them too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         procs.append(start_redis(args.redis_server, redis_port, directory))
         for i in range(args.nodes):
@@ -92,7 +94,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         for i in range(args.nodes):
             print(f"node n{i}: ws://127.0.0.1:{args.port + i}/", flush=True)
         print("Ctrl-C stops them all", flush=True)
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         while all(p.poll() is None for p in procs):
             time.sleep(0.5)
         return 1

@@ -95,7 +95,7 @@ def decode_cursor(text: str) -> tuple[int, str]:
         raise ValueError("bad cursor")
     raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
     ms, _, game_id = raw.partition(":")
-    if not ms.isdigit() or not game_id or len(game_id) > 40:
+    if not (ms.isascii() and ms.isdigit()) or len(ms) > 15 or not game_id or len(game_id) > 40:
         raise ValueError("bad cursor")
     return int(ms), game_id
 

@@ -482,3 +482,51 @@ async def test_a_rated_game_interrupted_by_a_restart_is_still_rated(make_harness
     h2.snap(code)
     rating = await back[0].expect("rating", room=code)
     assert rating["changes"][0]["name"] == "Alice" and rating["changes"][0]["delta"] > 0
+
+
+async def test_a_revoked_account_does_not_live_on_in_its_session_token(make_harness, store_spec):
+    """Revoking ends the connection, and the session token alone does not sign the account
+    in again: the session resumes as a guest (review finding: it kept the account)."""
+    h = await make_harness(store=make_store(*store_spec))
+    port = h.server.port
+    _, body = await register(port, "Dave")
+    c, welcome = await signed_in(h, body["token"], "d")
+    assert welcome["account"]["name"] == "Dave"
+    status, _ = await http(port, "/api/accounts/revoke", "POST", body["token"])
+    assert status == 200
+    await c.expect("error", code="bad_account")
+    again = await h.client("y", hello=False)
+    again.token = welcome["session"]  # the same session, resumed: its own token
+    resumed = await again.call("hello", protocol=1, name="y", token=welcome["session"])
+    assert resumed["type"] == "welcome" and resumed["resumed"]
+    assert "account" not in resumed
+
+
+async def test_concurrent_rotations_give_one_working_token(make_harness, tmp_path):
+    """Only a rotation that really changed the token answers 200 (review finding: racing
+    rotations each answered 200, with dead tokens)."""
+    h = await make_harness(store=make_store("sqlite", str(tmp_path / "data")))
+    port = h.server.port
+    _, body = await register(port, "Erin")
+    answers = await asyncio.gather(
+        *(http(port, "/api/accounts/rotate", "POST", body["token"]) for _ in range(6))
+    )
+    fresh = [b["token"] for status, b in answers if status == 200]
+    assert fresh and all(s in (200, 401) for s, _ in answers)
+    for token in fresh:
+        _, welcome = await signed_in(h, token)
+        assert welcome["type"] == "welcome", welcome
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/api/games?limit=%C2%B2", "/api/leaderboard?limit=%C2%B2", "/api/leaderboard?cursor=%C2%B2",
+     "/api/games?cursor=" + "OTk5OTk5OTk5OTk5OTk5OTk5OTk5OmFiYw"],  # "99999999999999999999999:abc"
+)  # fmt: skip
+async def test_odd_numbers_in_queries_are_400_not_500(make_harness, tmp_path, path):
+    """Digits that str.isdigit accepts but int() refuses, and a cursor too large for an
+    INTEGER column, are bad requests (review finding: 500 with a traceback)."""
+    h = await make_harness(store=make_store("sqlite", str(tmp_path / "data")))
+    status, body = await http(h.server.port, path)
+    assert status == 400, body
+    assert "error" in body
