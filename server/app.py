@@ -262,7 +262,13 @@ class Server:
     async def _handle(self, ws: ServerConnection) -> None:
         assert isinstance(ws, DirectServerConnection)  # serve(create_connection=...) above
         conn = Connection(
-            ws, self.hub, self.config, self.clock, self.metrics, self.batch, self.store
+            ws,
+            self.hub,
+            self.config,
+            self.clock,
+            self.metrics,
+            self.batch,
+            None if self.store is None else self.store.gate,
         )
         self.connections.add(conn)
         try:
