@@ -141,6 +141,8 @@ class Server:
         self._ws: WsServer | None = None
         self.port = 0
         self.store = store
+        if store is not None:
+            store.gate.batch = self.batch
         self.restored = 0
         """Games in progress rebuilt from the store at start."""
         self.failure: asyncio.Future[BaseException] | None = None

@@ -75,6 +75,12 @@ class WriteBatch:
             return
         self._held.append((transport, protocol, data))
 
+    def flush_now(self) -> None:
+        """Send what is held now rather than at the booked flush (which then finds less, or
+        nothing): order on each socket is kept, later writes start a new turn's batch."""
+        if self._held:
+            self._flush()
+
     def _flush(self) -> None:
         self._scheduled = False
         self.turns += 1
@@ -110,7 +116,9 @@ class OutputGate:
     list per ticket (the store's newest change when they were held); ``release(ticket)``
     sends the lists that ticket covers, in order. ``server.store.base`` says when."""
 
-    __slots__ = ("_args", "_batches", "_targets", "_tickets", "held_frames", "holding", "ticket")
+    __slots__ = (
+        "_args", "_batches", "_targets", "_tickets", "batch", "held_frames", "holding", "ticket",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.holding = False
@@ -118,6 +126,9 @@ class OutputGate:
         self.ticket = 0
         """The store's newest change: what a frame held now waits for."""
         self.held_frames = 0
+        self.batch: WriteBatch | None = None
+        """The server's write batch: what a release handed it goes out at the end of the
+        release, not a loop turn later (the frames already waited a turn for the commit)."""
         self._tickets: list[int] = []
         self._batches: list[tuple[list[object], list[object]]] = []
         self._targets: list[object] = []
@@ -176,6 +187,9 @@ class OutputGate:
                             target.close_now(cast(tuple[int, str], arg))
                     else:
                         cast(Callable[[Any], None], target)(arg)
+        batch = self.batch
+        if batch is not None:
+            batch.flush_now()
 
     def drop(self) -> None:
         """The store failed: nothing held leaves, and nothing more will (fail-stop)."""
