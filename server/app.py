@@ -144,6 +144,8 @@ class Server:
         self._ws: WsServer | None = None
         self.port = 0
         self.store = store
+        if store is not None:
+            store.gate.batch = self.batch
         self.restored = 0
         """Games in progress rebuilt from the store at start."""
         self.failure: asyncio.Future[BaseException] | None = None
@@ -306,7 +308,13 @@ class Server:
     async def _handle(self, ws: ServerConnection) -> None:
         assert isinstance(ws, DirectServerConnection)  # serve(create_connection=...) above
         conn = Connection(
-            ws, self.hub, self.config, self.clock, self.metrics, self.batch, self.store
+            ws,
+            self.hub,
+            self.config,
+            self.clock,
+            self.metrics,
+            self.batch,
+            None if self.store is None else self.store.gate,
         )
         self.connections.add(conn)
         try:

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from typing import Any, cast
 
 from websockets.protocol import Protocol, State
 
@@ -73,6 +75,12 @@ class WriteBatch:
             return
         self._held.append((transport, protocol, data))
 
+    def flush_now(self) -> None:
+        """Send what is held now rather than at the booked flush (which then finds less, or
+        nothing): order on each socket is kept, later writes start a new turn's batch."""
+        if self._held:
+            self._flush()
+
     def _flush(self) -> None:
         self._scheduled = False
         self.turns += 1
@@ -89,3 +97,104 @@ class WriteBatch:
                 transport.write(data)
             except Exception:  # one connection's failure is not the others'
                 log.debug("held write failed", exc_info=True)
+
+
+class Receiver:
+    """What the output gate releases frames to (``Connection``): a native base class, so the
+    gate calls ``deliver`` directly, without a bound method or a tuple per frame."""
+
+    def deliver(self, frame: bytes) -> None:
+        raise NotImplementedError
+
+    def close_now(self, how: tuple[int, str]) -> None:
+        raise NotImplementedError
+
+
+class OutputGate:
+    """The store's output gate, on the way of every frame (so compiled, here): while a
+    change is uncommitted (``holding``), frames wait, in the order they were sent, in one
+    list per ticket (the store's newest change when they were held); ``release(ticket)``
+    sends the lists that ticket covers, in order. ``server.store.base`` says when."""
+
+    __slots__ = (
+        "_args", "_batches", "_targets", "_tickets", "batch", "held_frames", "holding", "ticket",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.holding = False
+        """True while a submitted change is not yet committed: frames must wait."""
+        self.ticket = 0
+        """The store's newest change: what a frame held now waits for."""
+        self.held_frames = 0
+        self.batch: WriteBatch | None = None
+        """The server's write batch: what a release handed it goes out at the end of the
+        release, not a loop turn later (the frames already waited a turn for the commit)."""
+        self._tickets: list[int] = []
+        self._batches: list[tuple[list[object], list[object]]] = []
+        self._targets: list[object] = []
+        self._args: list[object] = []
+
+    def _open(self) -> None:
+        """Start the list of the current ticket (the first frame held since it was taken)."""
+        self._targets = []
+        self._args = []
+        self._tickets.append(self.ticket)
+        self._batches.append((self._targets, self._args))
+
+    def hold_frame(self, receiver: Receiver, frame: bytes) -> None:
+        self.held_frames += 1
+        if not self._tickets or self._tickets[-1] != self.ticket:
+            self._open()
+        self._targets.append(receiver)
+        self._args.append(frame)
+
+    def hold_close(self, receiver: Receiver, how: tuple[int, str]) -> None:
+        if not self._tickets or self._tickets[-1] != self.ticket:
+            self._open()
+        self._targets.append(receiver)
+        self._args.append(how)
+
+    def hold(self, release: Callable[[Any], None], arg: Any) -> None:
+        """Any call to make once everything submitted so far is committed (tests, others)."""
+        self.held_frames += 1
+        if not self._tickets or self._tickets[-1] != self.ticket:
+            self._open()
+        self._targets.append(release)
+        self._args.append(arg)
+
+    def release(self, ticket: int) -> None:
+        """Everything held for tickets up to ``ticket``, in the order it was held (what the
+        released calls hold again meanwhile, a close say, goes out in the same pass)."""
+        tickets = self._tickets
+        while tickets and tickets[0] <= ticket:
+            n = 1
+            while n < len(tickets) and tickets[n] <= ticket:
+                n += 1
+            batches = self._batches[:n]
+            del tickets[:n]
+            del self._batches[:n]
+            if not tickets:  # the next frame held starts a new list (``_open``)
+                self._targets = []
+                self._args = []
+            for targets, args in batches:
+                for i in range(len(targets)):
+                    target = targets[i]
+                    arg = args[i]
+                    if isinstance(target, Receiver):
+                        if isinstance(arg, bytes):
+                            target.deliver(arg)
+                        else:
+                            target.close_now(cast(tuple[int, str], arg))
+                    else:
+                        cast(Callable[[Any], None], target)(arg)
+        batch = self.batch
+        if batch is not None:
+            batch.flush_now()
+
+    def drop(self) -> None:
+        """The store failed: nothing held leaves, and nothing more will (fail-stop)."""
+        self.holding = True
+        self._tickets.clear()
+        self._batches.clear()
+        self._targets = []
+        self._args = []

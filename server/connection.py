@@ -21,12 +21,11 @@ from websockets.protocol import State
 
 from stacko.protocol import frames, messages
 from stacko.protocol.errors import ErrorCode, ProtocolError
-from stacko.server.batch import WriteBatch, text_frame
+from stacko.server.batch import OutputGate, Receiver, WriteBatch, text_frame
 from stacko.server.clock import Clock
 from stacko.server.config import ServerConfig
 from stacko.server.hub import Hub, Session
 from stacko.server.metrics import Metrics
-from stacko.server.store.base import Store
 from stacko.server.wsconn import DirectServerConnection
 
 log = logging.getLogger("stacko.connection")
@@ -40,7 +39,7 @@ LATE_FRAMES = 64
 """Frames a client may send after the server closed before it stops reading them."""
 
 
-class Connection:
+class Connection(Receiver):
     """A ``Peer`` for the hub and rooms: ``send`` never blocks and never raises."""
 
     def __init__(
@@ -51,7 +50,7 @@ class Connection:
         clock: Clock,
         metrics: Metrics | None = None,
         batch: WriteBatch | None = None,
-        gate: Store | None = None,
+        gate: OutputGate | None = None,
     ) -> None:
         self.ws = ws
         self.gate = gate
@@ -104,7 +103,7 @@ class Connection:
             return
         gate = self.gate
         if gate is not None and gate.holding:  # output commit: after the change is stored
-            gate.hold(self.deliver, frame)
+            gate.hold_frame(self, frame)
             return
         self.deliver(frame)
 
@@ -202,7 +201,7 @@ class Connection:
         if gate is not None and gate.holding and self._closing is None:
             if not self._close_held:
                 self._close_held = True
-                gate.hold(self.close_now, (code, reason))
+                gate.hold_close(self, (code, reason))
             return
         self.close_now((code, reason))
 

@@ -2,9 +2,10 @@
 
 The output gate: ``submit`` hands a batch of statements (one change of a game) to the
 backend's writer and takes a ticket; from then until that ticket is committed, every frame
-the server sends (``Connection.send`` asks ``holding``) waits here in one queue, in the
-order it was sent, with the newest ticket at that moment. When the writer reports a commit,
-the frames whose tickets it covers go out in order. So no frame that shows a change leaves
+the server sends (``Connection.send`` asks ``gate.holding``) waits in the gate
+(``server.batch.OutputGate``, compiled: it is on the way of every frame), in the order it
+was sent, in one list per ticket (the newest at that moment). When the writer reports a
+commit, the lists its ticket covers go out in order. So no frame that shows a change leaves
 before the change is on disk, and frames to one socket never overtake each other. A frame
 sent while nothing is pending goes straight out (``holding`` is False).
 
@@ -17,11 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import collections
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from stacko.server.batch import OutputGate
 
 log = logging.getLogger("stacko.store")
 
@@ -110,14 +112,24 @@ class Store:
     def __init__(self) -> None:
         self.appended = 0
         self.committed = 0
-        self.holding = False
-        """True while a submitted change is not yet committed: frames must wait."""
+        self.gate = OutputGate()
+        """Where frames wait (``Connection.send`` asks ``gate.holding``): compiled, in
+        ``server.batch``, as it is on the way of every frame."""
         self.failed: BaseException | None = None
-        self.stats = StoreStats()
+        self._stats = StoreStats()
         self.on_failure: Callable[[BaseException], None] = self._log_failure
-        self._held: collections.deque[tuple[int, Callable[[Any], None], Any]] = collections.deque()
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def holding(self) -> bool:
+        """True while a submitted change is not yet committed: frames must wait."""
+        return self.gate.holding
+
+    @property
+    def stats(self) -> StoreStats:
+        self._stats.held_frames = self.gate.held_frames
+        return self._stats
 
     # -- writing ----------------------------------------------------------------------
 
@@ -126,20 +138,21 @@ class Store:
         if self.failed is not None:
             return  # nothing leaves any more; the server is going down
         self.appended += 1
-        self.holding = True
+        gate = self.gate
+        gate.ticket = self.appended
+        gate.holding = True
         self._enqueue(self.appended, list(ops))
 
     def hold(self, release: Callable[[Any], None], arg: Any) -> None:
         """Call ``release(arg)`` (a frame's delivery, a close) once everything submitted so
         far is committed, after everything held before it."""
-        self.stats.held_frames += 1
-        self._held.append((self.appended, release, arg))
+        self.gate.hold(release, arg)
 
     def _committed(self, ticket: int, changes: int, statements: int, seconds: float) -> None:
         """On the loop: the writer committed every change up to ``ticket``."""
         if self.failed is not None:
             return
-        s = self.stats
+        s = self._stats
         s.commits += 1
         s.changes += changes
         s.statements += statements
@@ -150,11 +163,9 @@ class Store:
             i += 1
         s.commit_buckets[i] += 1
         self.committed = ticket
-        held = self._held
-        while held and held[0][0] <= ticket:
-            _, release, arg = held.popleft()
-            release(arg)
-        self.holding = self.committed < self.appended
+        gate = self.gate
+        gate.release(ticket)
+        gate.holding = self.committed < self.appended
         if self._waiters:
             keep = []
             for want, fut in self._waiters:
@@ -170,9 +181,8 @@ class Store:
         if self.failed is not None:
             return
         self.failed = exc
-        self.stats.errors += 1
-        self.holding = True
-        self._held.clear()
+        self._stats.errors += 1
+        self.gate.drop()
         for _, fut in self._waiters:
             if not fut.done():
                 fut.set_exception(StoreError(f"the store failed: {exc}"))

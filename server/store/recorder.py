@@ -106,6 +106,12 @@ class GameRecord:
     pending: list[Op] = field(default_factory=list)
 
 
+EVENT_SQL = (
+    "INSERT INTO events (game_id, seq, kind, seat, ply, payload, at_ms) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
 def _ms(seconds: float) -> int:
     return round(seconds * 1000)
 
@@ -161,32 +167,32 @@ class Recorder:
         game = room.game
         if rec is None or game is None:
             return
-        now = self.clock.time()
-        at = _ms(now)
+        at = round(self.clock.time() * 1000)
         payload: dict[str, Any] = {}
-        perms = rec.rng.take()
-        if perms:
-            payload["perms"] = perms
+        rng = rec.rng
+        if rng.perms:
+            payload["perms"] = rng.take()
         if move is not None:
             payload["move"] = room.codec.move_to_wire(move)
         if termination is not None:
             payload["termination"] = termination
-        if room.deadline is not None and kind != "deal":
+        deadline = room.deadline
+        if deadline is not None and kind != "deal":
             # the mover had left (deadlines are on the monotonic clock, as the room's timers)
-            payload["clock_ms"] = max(0, _ms(room.deadline - self.clock.monotonic()))
+            payload["clock_ms"] = max(0, round((deadline - self.clock.monotonic()) * 1000))
         outcome = game.outcome()
-        if room.clock_ms is not None and outcome is None:
-            payload["deadline_ms"] = at + room.clock_ms
-        rec.seq += 1
+        clock_ms = room.clock_ms
+        if clock_ms is not None and outcome is None:
+            payload["deadline_ms"] = at + clock_ms
+        seq = rec.seq = rec.seq + 1
+        ply = game.ply
+        event = (EVENT_SQL, (rec.id, seq, kind, seat, ply, orjson.dumps(payload).decode(), at))
         ops = rec.pending
-        rec.pending = []
-        ops.append(
-            (
-                "INSERT INTO events (game_id, seq, kind, seat, ply, payload, at_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (rec.id, rec.seq, kind, seat, game.ply, _dumps(payload), at),
-            )
-        )
+        if ops:
+            rec.pending = []
+            ops.append(event)
+        else:
+            ops = [event]
         if outcome is not None:
             ops.append(
                 (
@@ -197,8 +203,8 @@ class Recorder:
                         outcome.winner,
                         outcome.termination.value,
                         at,
-                        game.ply,
-                        rec.seq,
+                        ply,
+                        seq,
                         rec.id,
                     ),
                 )

@@ -9,7 +9,7 @@ from typing import Any
 
 from websockets.protocol import State
 
-from stacko.server.batch import WriteBatch
+from stacko.server.batch import OutputGate, WriteBatch
 
 
 class FakeTransport:
@@ -82,3 +82,23 @@ async def test_a_first_write_that_raises_still_books_the_flush() -> None:
     assert log == []
     await asyncio.sleep(0)
     assert log == [("b", b"2")]
+
+
+async def test_a_gate_release_sends_what_it_handed_the_batch_in_the_same_pass() -> None:
+    """Frames released by the store's gate already waited a turn for the commit: the gate
+    flushes the batch after a release instead of leaving them for the next turn."""
+    log: list[tuple[str, bytes]] = []
+    a, b = pair(log, "a"), pair(log, "b")
+    batch = WriteBatch()
+    gate = OutputGate()
+    gate.batch = batch
+    gate.ticket = 1
+    for conn, data in ((a, b"1"), (b, b"2"), (a, b"3")):
+        gate.hold(lambda d, conn=conn: batch.write(*conn, d), data)
+    gate.release(1)
+    assert log == [("a", b"1"), ("b", b"2"), ("a", b"3")]
+    batch.write(*b, b"4")  # after the early flush: at once, as the first write of a turn
+    batch.write(*a, b"5")
+    assert log[-1] == ("b", b"4")
+    await asyncio.sleep(0)
+    assert log[-2:] == [("b", b"4"), ("a", b"5")]

@@ -9,6 +9,7 @@ import sqlite3
 
 import pytest
 
+from stacko.server.batch import OutputGate
 from stacko.server.store import StoreError, make_store
 from stacko.server.store.base import Filters
 from stacko.server.store.schema import SCHEMA_VERSION, plan
@@ -186,3 +187,31 @@ async def test_retention_deletes_old_finished_games_at_start(open_store):
     task.cancel()
     ids = sorted(r[0] for r in await store.fetch("SELECT id FROM games"))
     assert ids == ["1" * 16, "2" * 16]
+
+
+def test_the_gate_releases_up_to_a_ticket_in_order_with_what_is_held_meanwhile():
+    gate = OutputGate()
+    out: list[str] = []
+
+    def then_hold(name: str) -> None:  # a release that holds again (a close, say)
+        out.append(name)
+        gate.hold(out.append, name + "2")
+
+    gate.ticket = 1
+    gate.hold(out.append, "a")
+    gate.hold(out.append, "b")
+    gate.ticket = 2
+    gate.hold(out.append, "c")
+    gate.ticket = 3
+    gate.hold(then_hold, "d")
+    gate.release(0)
+    assert out == []
+    gate.release(2)
+    assert out == ["a", "b", "c"]
+    gate.release(3)  # what ``then_hold`` held waits for ticket 3, just committed: same pass
+    assert out == ["a", "b", "c", "d", "d2"] and gate.held_frames == 5
+    gate.ticket = 4
+    gate.hold(out.append, "e")
+    gate.drop()  # a failed store: nothing held leaves, nothing more will
+    gate.release(4)
+    assert out == ["a", "b", "c", "d", "d2"] and gate.holding
