@@ -29,3 +29,15 @@ class _SourceFirst(importlib.abc.MetaPathFinder):
 
 if os.environ.get("STACKO_TEST_PURE"):
     sys.meta_path.insert(0, _SourceFirst())
+
+
+# Servers the tests start without --data-dir (subprocesses included: they inherit this) keep
+# their store in a temporary directory, never in the user's ~/.local/share/stacko.
+if "STACKO_DATA_DIR" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    _data = tempfile.mkdtemp(prefix="stacko-tests-data-")
+    os.environ["STACKO_DATA_DIR"] = _data
+    atexit.register(shutil.rmtree, _data, True)
