@@ -91,6 +91,18 @@ def migrate(conn: sqlite3.Connection) -> int:
     return found or 0
 
 
+def _transaction(conn: sqlite3.Connection, batch: Any) -> int:
+    """The whole batch in one transaction (on the loop or the writer thread); returns the
+    statements it ran. Raises as SQLite does: the caller stops the store."""
+    statements = 0
+    conn.execute("BEGIN")
+    for sql, rows in runs(batch):
+        conn.executemany(sql, rows)
+        statements += len(rows)
+    conn.execute("COMMIT")
+    return statements
+
+
 class SQLiteStore(Store):
     kind = "sqlite"
 
@@ -163,13 +175,8 @@ class SQLiteStore(Store):
         if not batch or conn is None or self.failed is not None:
             return
         started = time.perf_counter()
-        statements = 0
         try:
-            conn.execute("BEGIN")
-            for sql, rows in runs(batch):
-                conn.executemany(sql, rows)
-                statements += len(rows)
-            conn.execute("COMMIT")
+            statements = _transaction(conn, batch)
         except Exception as exc:
             log.critical("SQLite commit failed on %s: %s", self.path, exc)
             self._failed(exc)
@@ -197,13 +204,8 @@ class SQLiteStore(Store):
                         break
                     batch.append(more)
                 started = time.perf_counter()
-                statements = 0
                 try:
-                    conn.execute("BEGIN")
-                    for sql, rows in runs(batch):
-                        conn.executemany(sql, rows)
-                        statements += len(rows)
-                    conn.execute("COMMIT")
+                    statements = _transaction(conn, batch)
                 except BaseException as exc:
                     log.critical("SQLite commit failed on %s: %s", self.path, exc)
                     loop.call_soon_threadsafe(self._failed, exc)
