@@ -99,7 +99,7 @@ def _register_reducers() -> None:
     the default unpickling sets each field, which a frozen class refuses. Run on import, so
     in the server and in every worker alike."""
     for name in MODULES:
-        if not name.startswith("engine."):  # the server's own modules import this one
+        if not name.startswith("stacko.engine."):  # the server's own modules import this one
             continue
         module = importlib.import_module(name)
         for value in vars(module).values():

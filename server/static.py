@@ -62,7 +62,7 @@ _GAME_PATH = re.compile(r"/games/[A-Za-z0-9_-]{1,64}")
 
 def default_root() -> Path:
     """``clients/web`` inside the installed ``clients`` package."""
-    return Path(str(resources.files("clients").joinpath("web")))
+    return Path(str(resources.files("stacko.clients").joinpath("web")))
 
 
 @dataclass(frozen=True, slots=True)

@@ -163,6 +163,11 @@ def test_the_server_command_installs_and_serves(tmp_path: Path, refusing: bool) 
         with urllib.request.urlopen(found[1] + "healthz", timeout=10) as answer:
             assert answer.read() == b"ok\n"
         seconds = time.monotonic() - started
+        # The installed package serves its web client (package data under stacko.clients)
+        with urllib.request.urlopen(found[1], timeout=10) as answer:
+            assert b"<html" in answer.read().lower()
+        with urllib.request.urlopen(found[1] + "app.js", timeout=10) as answer:
+            assert answer.status == 200
         which = "PEP 668" if refusing else "plain"
         print(f"README server command to /healthz: {seconds:.1f} s ({which} python3)")
         assert (work / ".venv").is_dir()
