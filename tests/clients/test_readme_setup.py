@@ -126,8 +126,11 @@ def _copy_of_the_repository(dest: Path) -> None:
     ).stdout.split(b"\0")
     for name in filter(None, files):
         source = ROOT / name.decode()
-        if source.is_file():
-            target = dest / name.decode()
+        target = dest / name.decode()
+        if source.is_symlink():  # stacko/engine -> ../engine ...: links stay links
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(source), target)
+        elif source.is_file():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
 
