@@ -11,7 +11,6 @@ import io
 import random
 import re
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -23,25 +22,9 @@ from stacko.clients.sdk import Bot, BotRunner, GameResult, Move, State, play
 from stacko.server.app import Server
 from stacko.server.config import ServerConfig
 from stacko.server.store import make_store
+from tests.clients.conftest import FAST, MakeServer
 
-FAST = {"rate_per_second": 1000.0, "burst": 2000}
 SMALL = {"bricks": 12, "tower": 4, "rounds": 1}
-MakeServer = Callable[..., Awaitable[Server]]
-
-
-@pytest.fixture
-async def make_server() -> AsyncIterator[MakeServer]:
-    servers: list[Server] = []
-
-    async def make(**config: object) -> Server:
-        srv = Server(ServerConfig(host="127.0.0.1", port=0, **{**FAST, **config}))  # type: ignore[arg-type]
-        await srv.start()
-        servers.append(srv)
-        return srv
-
-    yield make
-    for srv in servers:
-        await srv.shutdown()
 
 
 class Terminal:

@@ -12,7 +12,7 @@ import re
 import socket
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,32 +31,13 @@ from stacko.clients.sdk import (
     State,
     default_fallback,
 )
-from stacko.server.app import Server
-from stacko.server.config import ServerConfig
+from tests.clients.conftest import MakeServer
 
 ROOT = Path(__file__).resolve().parents[2]
-FAST = {"rate_per_second": 1000.0, "burst": 2000}
-"""Limits for whole games played at full speed (the client keeps under what welcome says)."""
 SMALL = {"bricks": 12, "tower": 4, "rounds": 2}
 """Short Stacko games: a test wants whole games, not long ones."""
 
-MakeServer = Callable[..., Awaitable[Server]]
 T = TypeVar("T")
-
-
-@pytest.fixture
-async def make_server() -> AsyncIterator[MakeServer]:
-    servers: list[Server] = []
-
-    async def make(**config: object) -> Server:
-        srv = Server(ServerConfig(host="127.0.0.1", port=0, **{**FAST, **config}))  # type: ignore[arg-type]
-        await srv.start()
-        servers.append(srv)
-        return srv
-
-    yield make
-    for srv in servers:
-        await srv.shutdown()
 
 
 async def within(work: Awaitable[T], seconds: float = 60) -> T:
