@@ -148,6 +148,8 @@ class Server:
             store.gate.batch = self.batch
         self.restored = 0
         """Games in progress rebuilt from the store at start."""
+        self.record_cache = records.RecordCache(self.config.record_cache_bytes)
+        """Built answers of ``/api/games/{id}`` (``--record-cache-bytes``)."""
         self.failure: asyncio.Future[BaseException] | None = None
         """Resolves if the store fails: the process must stop (``__main__`` exits 1)."""
         self.accounts: Accounts | None = None
@@ -336,7 +338,7 @@ class Server:
             return self._admit(ws)
         path = request.path.split("?", 1)[0]
         if path == records.PREFIX or path.startswith(records.PREFIX + "/"):
-            return records.handle(self.store, ws, request)
+            return records.handle(self.store, ws, request, self.record_cache)
         if players.handles(path):
             return players.handle(self.accounts, ws, request)
         if path == "/healthz":

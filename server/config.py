@@ -73,6 +73,8 @@ class ServerConfig:
     """SQLite ``synchronous``: ``normal`` (survives kill -9) or ``full`` (also power loss)."""
     retain_days: float = 0.0
     """Finished games older than this are deleted (checked hourly); 0: kept forever."""
+    record_cache_bytes: int = 16 * 1024 * 1024
+    """Bytes of built ``/api/games/{id}`` answers kept in memory (least recently used go)."""
     # -- accounts and ratings (``server.accounts``, ``server.ratings``) --
     registrations_per_hour: float = 5.0
     """Accounts one IP address (IPv6: one /64) may register per hour (a burst of as many)."""
@@ -151,6 +153,8 @@ _HELP = {
     "rated_pair_per_day": "rated games between the same two accounts per 24 h (then unrated)",
     "challenge_timeout_s": "seconds a challenged account has to accept or decline",
     "retain_days": "delete finished games older than this many days (0: keep them forever)",
+    "record_cache_bytes": "bytes of built /api/games/{id} answers (records, texts, replays) "
+    "kept in memory, least recently used dropped first; 0: none kept",
     "redis_url": "redis://HOST:PORT/0 to run as one node of a cluster sharing that Redis "
     "(see README, Many nodes); empty: a single node, no Redis",
     "node_id": "this node's name in the cluster (empty: HOSTNAME-PORT)",
@@ -203,6 +207,8 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         parser.error("--lease-s must be at least 1")
     if ns.node_id and ("|" in ns.node_id or len(ns.node_id) > 64):
         parser.error("--node-id takes at most 64 characters, no '|'")
+    if ns.record_cache_bytes < 0:
+        parser.error("--record-cache-bytes must be 0 or more")
     if ns.retain_days < 0:
         parser.error("--retain-days must be 0 (keep forever) or more")
     return ServerConfig(**{f.name: getattr(ns, f.name) for f in fields(ServerConfig)})

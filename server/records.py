@@ -294,22 +294,45 @@ MAX_REPLAY_EVENTS = 20_000
 this size); longer ones (possible with large ``turn_cap`` and ``rounds``) get 413. The record
 and its text have no such limit."""
 
-CACHE_ENTRIES = 64
-_cache: collections.OrderedDict[tuple[str, str], bytes] = collections.OrderedDict()
-"""Built answers for finished games (which never change), newest last."""
+
+class RecordCache:
+    """Built answers for finished games (which never change), least recently used first,
+    bounded in bytes (``record_cache_bytes``): a replay of a long game is megabytes, so a
+    count of entries alone let a few hundred requests for long games hold gigabytes."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._entries: collections.OrderedDict[tuple[str, str], bytes] = collections.OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: tuple[str, str]) -> bytes | None:
+        body = self._entries.get(key)
+        if body is not None:
+            self._entries.move_to_end(key)
+        return body
+
+    def put(self, key: tuple[str, str], body: bytes) -> None:
+        """Keep ``body`` (unless it alone is over the bound), dropping the least recently
+        used answers until the total fits."""
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self.bytes -= len(old)
+        if len(body) > self.max_bytes:
+            return
+        self._entries[key] = body
+        self.bytes += len(body)
+        while self.bytes > self.max_bytes:
+            _, gone = self._entries.popitem(last=False)
+            self.bytes -= len(gone)
 
 
-def _cached(key: tuple[str, str]) -> bytes | None:
-    body = _cache.get(key)
-    if body is not None:
-        _cache.move_to_end(key)
-    return body
+DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
+"""The default of ``--record-cache-bytes``."""
 
-
-def _keep(key: tuple[str, str], body: bytes) -> None:
-    _cache[key] = body
-    while len(_cache) > CACHE_ENTRIES:
-        _cache.popitem(last=False)
+_default_cache = RecordCache(DEFAULT_CACHE_BYTES)
 
 
 def _build(row: tuple[Any, ...], rows: list[tuple[Any, ...]], what: str) -> bytes:
@@ -340,14 +363,18 @@ def _body(ws: ServerConnection, body: bytes, content_type: str) -> Response:
     return response
 
 
-async def handle(store: Store | None, ws: ServerConnection, request: Request) -> Response:
+async def handle(
+    store: Store | None, ws: ServerConnection, request: Request, cache: RecordCache | None = None
+) -> Response:
     try:
-        return await _route(store, ws, request)
+        return await _route(store, ws, request, _default_cache if cache is None else cache)
     except BadRequest as e:
         return _error(ws, e)
 
 
-async def _route(store: Store | None, ws: ServerConnection, request: Request) -> Response:
+async def _route(
+    store: Store | None, ws: ServerConnection, request: Request, cache: RecordCache
+) -> Response:
     parts = urlsplit(request.path)
     path = parts.path
     if store is None:
@@ -387,12 +414,12 @@ async def _route(store: Store | None, ws: ServerConnection, request: Request) ->
                 f"the game has more than {MAX_REPLAY_EVENTS} events: read its record instead",
             )  # fmt: skip
     key = (game_id, what)
-    body = _cached(key)
+    body = cache.get(key)
     if body is None:
         rows = await store.events(game_id)
         body = await asyncio.to_thread(_build, row, rows, what)
-        _keep(key, body)
+        cache.put(key, body)
     return _body(ws, body, ctype)
 
 
-__all__ = ["Event", "GameReplay", "handle", "parse_filters"]
+__all__ = ["Event", "GameReplay", "RecordCache", "handle", "parse_filters"]

@@ -335,3 +335,35 @@ async def test_the_side_to_move_is_not_charged_for_the_downtime(make_harness, st
     assert room.game.ply == 1 and room.expiries == [0, 0]
     h2.clock.advance(2)  # now it runs out: the timeout moves are played and recorded
     assert room.expiries[mover] == 1 and room.game.ply > 1
+
+
+def test_the_record_cache_is_bounded_in_bytes_least_recently_used_first():
+    from stacko.server.records import RecordCache
+
+    cache = RecordCache(100)
+    cache.put(("a", "json"), b"x" * 40)
+    cache.put(("b", "json"), b"x" * 40)
+    assert cache.get(("a", "json")) is not None  # a is now the most recently used
+    cache.put(("c", "json"), b"x" * 40)  # 120 bytes: b goes
+    assert cache.bytes == 80 and len(cache) == 2
+    assert cache.get(("b", "json")) is None and cache.get(("a", "json")) is not None
+    cache.put(("d", "txt"), b"x" * 101)  # alone over the bound: never kept
+    assert cache.get(("d", "txt")) is None and cache.bytes == 80
+    cache.put(("a", "json"), b"x" * 10)  # replaced: counted once
+    assert cache.bytes == 50
+
+
+async def test_record_answers_are_cached_within_record_cache_bytes(make_harness, tmp_path):
+    h = await make_harness(store=make_store("sqlite", str(tmp_path / "d")), record_cache_bytes=6000)
+    g = await h.game(SMALL)
+    await g.play_out()
+    await h.server.store.flush()
+    (gid,) = await finished_ids(h)
+    sizes = {}
+    for suffix in ("", ".txt", "/replay?seat=all", "/replay?seat=0"):
+        status, _, body = await http(h.server.port, f"/api/games/{gid}{suffix}")
+        assert status == 200
+        sizes[suffix] = len(body)
+        assert h.server.record_cache.bytes <= 6000
+    assert sum(sizes.values()) > 6000  # the bound did drop answers
+    assert 0 < len(h.server.record_cache) < 4
