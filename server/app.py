@@ -222,7 +222,9 @@ class Server:
             if self.ratings is not None:
                 await self.ratings.restore(self.hub.rooms.values())
             if self.restored:
-                log.info("%d games in progress restored from the store", self.restored)
+                log.info(
+                    "%d rooms restored from the store (games in progress first)", self.restored
+                )
         if cfg.redis_url:  # before listening: every room code is claimed in the cluster
             await self._join_cluster()
         self._ws = await serve(

@@ -457,6 +457,9 @@ class Hub:
             changed = False
         if room.rated and self.accounts is not None:
             self.accounts.status(room)
+        recorder = self._hooks.recorder
+        if recorder is not None:  # a room outlives a restart (``server.store.recorder``)
+            recorder.room(room, room.code in self.rooms)
         if changed and self.cluster is not None:
             self.cluster.listing(room, listable)
 
@@ -567,6 +570,7 @@ class Hub:
         kind = session.account.kind if session.account is not None else None
         seat = room.seat(Player(session.name, peer=peer, session=session, account=kind), seat)
         session.rooms[room.code] = room
+        room.seats_changed()
         if self.cluster is not None:
             self.cluster.seated(session, room)  # findable from any node (resume)
         return seat

@@ -88,6 +88,8 @@ class Recorder(Protocol):
         self, room: Room, kind: str, seat: int | None, move: Any, termination: str | None
     ) -> None: ...
 
+    def room(self, room: Room, open_: bool = True) -> None: ...
+
 
 @dataclass
 class RoomHooks:
@@ -240,6 +242,7 @@ class Room:
         name = self.name(seat)
         self.players[seat] = None
         self.rematch.discard(seat)
+        self.seats_changed()
         self._room_update(f"{name} left")
         self._check_empty()
 
@@ -278,10 +281,17 @@ class Room:
             self._end(seat, Termination.ABANDONED, f"{player.name} did not come back in time")
         self.players[seat] = None
         self.rematch.discard(seat)
+        self.seats_changed()
         if player.session is not None:
             player.session.rooms.pop(self.code, None)
         self._room_update(f"{player.name} is gone")
         self._check_empty()
+
+    def seats_changed(self) -> None:
+        """A seat was taken or freed: the store keeps the room's seats for a restart."""
+        recorder = self.hooks.recorder
+        if recorder is not None:
+            recorder.room(self)
 
     def _cancel_forfeit(self, seat: int) -> None:
         timer = self._forfeit_timers.pop(seat, None)

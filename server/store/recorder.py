@@ -45,6 +45,17 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+DORMANT = "sha256:"
+"""The token of a session restored from the store until its owner comes back with the real
+one (``recover``): this prefix and the stored hash, which ``session_hash`` gives back, so
+that a room written again meanwhile keeps the hash. No client can send it: real tokens are
+URL-safe base64."""
+
+
+def session_hash(token: str) -> str:
+    return token[len(DORMANT) :] if token.startswith(DORMANT) else token_hash(token)
+
+
 def new_game_id() -> str:
     return secrets.token_hex(8)
 
@@ -112,6 +123,14 @@ EVENT_SQL = (
 )
 
 
+ROOM_SQL = (
+    "INSERT INTO rooms (code, game, options, public, rated, seats, game_id, updated_ms) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (code) DO UPDATE SET game = excluded.game, "
+    "options = excluded.options, public = excluded.public, rated = excluded.rated, "
+    "seats = excluded.seats, game_id = excluded.game_id, updated_ms = excluded.updated_ms"
+)
+
+
 def _ms(seconds: float) -> int:
     return round(seconds * 1000)
 
@@ -139,7 +158,7 @@ class Recorder:
                 rec.pending.append(
                     (
                         "INSERT INTO sessions (game_id, seat, token_hash) VALUES (?, ?, ?)",
-                        (rec.id, seat, token_hash(p.session.token)),
+                        (rec.id, seat, session_hash(p.session.token)),
                     )
                 )
         options = room.codec.options_to_wire(room.options, room.clock_ms)
@@ -159,6 +178,37 @@ class Recorder:
         room.record = rec
         room.game_id = rec.id
         return rec.rng
+
+    def room(self, room: Any, open_: bool = True) -> None:
+        """Keep what a restart needs of a room that is open (``open_``): its options, seats
+        (a session only as the hash of its token) and last game; or forget a closed one.
+        Called when seats or the status change, never per move."""
+        if not open_:
+            self.store.submit([("DELETE FROM rooms WHERE code = ?", (room.code,))])
+            return
+        seats: list[dict[str, Any] | None] = []
+        for p in room.players:
+            if p is None:
+                seats.append(None)
+                continue
+            session = p.session
+            token = None if p.bot is not None or session is None else session.token
+            seats.append({
+                "name": p.name, "bot": p.bot_level, "account": p.account,
+                "token_hash": session_hash(token) if token else None,
+            })  # fmt: skip
+        options = room.codec.options_to_wire(room.options, room.clock_ms)
+        self.store.submit(
+            [
+                (
+                    ROOM_SQL,
+                    (
+                        room.code, room.spec.name, _dumps(options), int(room.public),
+                        int(room.rated), _dumps(seats), room.game_id, _ms(self.clock.time()),
+                    ),
+                )
+            ]
+        )  # fmt: skip
 
     def record(
         self, room: Any, kind: str, seat: int | None, move: Any, termination: str | None
@@ -293,10 +343,89 @@ def replay(game: str, options: Any, events: Sequence[Event]) -> Replay:
 # -- recovery -------------------------------------------------------------------------------
 
 
+def _dormant(dormant: dict[str, Any], h: str | None, name: str) -> Any:
+    """The session that will resume the seats of token hash ``h`` (one per hash, so that a
+    token gets all its seats back); a session no token resumes when ``h`` is unknown."""
+    from stacko.server.hub import Session
+
+    session = dormant.get(h) if h is not None else None
+    if session is None:
+        session = Session(DORMANT + h if h is not None else "", name)
+        if h is not None:
+            dormant[h] = session
+    return session
+
+
+async def _restore_rooms(hub: Any, store: Store, dormant: dict[str, Any]) -> int:
+    """Rooms without a game in progress (``rooms``): waiting for a player, or finished and
+    waiting for a rematch (the finished game replayed, so the room shows it as before).
+    Returns the number restored."""
+    from stacko.server.room import Player, Room
+
+    restored = 0
+    rows = await store.fetch("SELECT code, game, options, public, rated, seats, game_id FROM rooms")
+    for code, name, options_text, public, rated, seats_text, game_id in rows:
+        if code in hub.rooms:  # its game in progress is back already
+            continue
+        try:
+            spec, codec = GAMES[name], CODECS[name]
+            options, clock_ms = options_of(codec, options_text)
+            finished: Replay | None = None
+            events: list[Event] = []
+            if game_id is not None:
+                row = await store.game(game_id)
+                if row is None or row[8] != "finished":
+                    log.error("room %s: its game %s is not finished as recorded", code, game_id)
+                    continue
+                events = events_from_rows(await store.events(game_id))
+                finished = replay(name, options, events)
+        except Exception as exc:  # a record this server cannot replay: say so, keep the rest
+            log.error("room %s cannot be restored: %s", code, exc)
+            continue
+        room = Room(code, spec, codec, options, clock_ms, bool(public), hub._hooks)
+        room.rated = bool(rated)
+        seats: list[Player | None] = []
+        bots = False
+        for seat in orjson.loads(seats_text):
+            if seat is None:
+                seats.append(None)
+            elif seat["bot"] is not None:
+                try:
+                    bot = hub._make_bot(name, seat["bot"])
+                except Exception as exc:  # a bot level this server no longer has
+                    log.error("room %s: no bot %s here: %s", code, seat["bot"], exc)
+                    break
+                seats.append(Player(seat["name"], bot=bot, bot_level=seat["bot"]))
+                bots = True
+            else:
+                session = _dormant(dormant, seat["token_hash"], seat["name"])
+                session.rooms[code] = room
+                seats.append(Player(seat["name"], session=session, account=seat["account"]))
+        if len(seats) != 2 or all(p is None or p.bot is not None for p in seats):
+            for p in seats:
+                if p is not None and p.session is not None:
+                    p.session.rooms.pop(code, None)
+            continue
+        room.players = seats
+        if finished is not None:
+            room.game_id = game_id
+            room.restore(finished.game, len(events), finished.expiries)
+        hub.rooms[code] = room
+        if bots:
+            hub.bot_rooms.add(code)
+        hub._status_changed(room)  # listed again if public and waiting
+        for seat_no, p in enumerate(seats):
+            if p is not None and p.bot is None:
+                room.dropped(seat_no)
+        restored += 1
+    return restored
+
+
 async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
     """Rebuild every game in progress into a room of ``hub`` (same code), seats disconnected
-    with a fresh grace; a session token from before resumes its seats (``hub.revive``).
-    Returns the number of games restored."""
+    with a fresh grace, then every other open room (waiting for a player or a rematch); a
+    session token from before resumes its seats (``hub.revive``). Returns the number of
+    rooms restored."""
     from stacko.server.hub import Session
     from stacko.server.room import Player, Room
 
@@ -333,12 +462,7 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
                     break
                 seats.append(Player(p["name"], bot=bot, bot_level=p["bot"]))
                 continue
-            h = hashes.get(int(p["seat"]))
-            session = dormant.get(h) if h is not None else None
-            if session is None:
-                session = Session("", p["name"])
-                if h is not None:
-                    dormant[h] = session
+            session = _dormant(dormant, hashes.get(int(p["seat"])), p["name"])
             session.rooms[code] = room
             seats.append(Player(p["name"], session=session))
         if len(seats) != 2:
@@ -355,6 +479,8 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
             if p is not None and p.bot is None:
                 room.dropped(seat)
         restored += 1
+
+    restored += await _restore_rooms(hub, store, dormant)
 
     def revive(token: str) -> Session | None:
         session = dormant.pop(token_hash(token), None)

@@ -14,12 +14,16 @@ databases, exact to compare, and what the wire already uses (``deadline_ms``).
 ``ratings``   one row per account and game (schema 2): OpenSkill mu and sigma, W/D/L.
 ``rated_games`` one row per account and rated game (schema 2): the rating before and after,
               for profiles and the rating-history plot.
+``rooms``     one row per open room (schema 3): game, options, seats (name, bot level,
+              account kind and only a sha256 of the session token) and the id of its last
+              game, so that a room waiting for a player or for a rematch is back after a
+              restart with the same code; the row goes when the room closes.
 ``schema_version`` a single row: the version of the schema in the file.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bump it with a new entry in ``MIGRATIONS`` (the SQL that takes version N-1 to N)."""
 
 _V1 = (
@@ -107,7 +111,36 @@ _V2 = (
     "ALTER TABLE games ADD COLUMN account1 TEXT",
 )
 
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2}
+_FINISHED = "WHERE status = 'finished'"
+
+_V3 = (
+    # ``GET /api/games``: one index per filter over the finished games, each in the order of
+    # the listing, so that every filter is a seek (``base.finished_query``).
+    "DROP INDEX games_finished",
+    "DROP INDEX games_code",
+    f"CREATE INDEX games_by_code ON games (code, ended_ms, id) {_FINISHED}",
+    f"CREATE INDEX games_ended ON games (ended_ms, id) {_FINISHED}",
+    f"CREATE INDEX games_by_game ON games (game, ended_ms, id) {_FINISHED}",
+    f"CREATE INDEX games_by_player0 ON games (player0, ended_ms, id) {_FINISHED}",
+    f"CREATE INDEX games_by_player1 ON games (player1, ended_ms, id) {_FINISHED}",
+    f"CREATE INDEX games_by_termination ON games (termination, ended_ms, id) {_FINISHED}",
+    f"CREATE INDEX games_by_winner ON games (winner, ended_ms, id) {_FINISHED}",
+    "CREATE INDEX games_playing ON games (started_ms) WHERE status = 'playing'",
+    # Rooms that outlive a restart without a game in progress: waiting for a player, or
+    # finished and waiting for a rematch (``recorder.Recorder.room``).
+    """CREATE TABLE rooms (
+        code TEXT PRIMARY KEY,
+        game TEXT NOT NULL,
+        options TEXT NOT NULL,
+        public INTEGER NOT NULL,
+        rated INTEGER NOT NULL,
+        seats TEXT NOT NULL,
+        game_id TEXT,
+        updated_ms BIGINT NOT NULL
+    )""",
+)
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3}
 """version -> the statements that take the schema from version - 1 to it (0: empty)."""
 
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"

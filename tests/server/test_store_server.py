@@ -367,3 +367,69 @@ async def test_record_answers_are_cached_within_record_cache_bytes(make_harness,
         assert h.server.record_cache.bytes <= 6000
     assert sum(sizes.values()) > 6000  # the bound did drop answers
     assert 0 < len(h.server.record_cache) < 4
+
+
+async def test_waiting_and_finished_rooms_come_back_after_a_restart(make_harness, store_spec):
+    """A private room waiting for the friend who has its code, and a finished room waiting
+    for a rematch, are back after a restart with their codes and seats; their players'
+    tokens resume them, the friend joins with the code, the rematch is played."""
+    h1 = await make_harness(store=make_store(*store_spec))
+    alice = await h1.client("alice")
+    waiting = await h1.create(alice, SMALL, public=False)
+    public = await h1.create(await h1.client("erin"), SMALL, public=True)
+    g = await h1.game(SMALL, names=("carol", "dave"))
+    await g.play_out()
+    finished = g.code
+    tokens = {"alice": alice.token, "carol": g.seats[0].token, "dave": g.seats[1].token}
+    h1.snap(finished)
+    await h1.server.shutdown(restart=True)
+    h1.clients.clear()
+
+    h2 = await make_harness(store=make_store(*store_spec))
+    assert h2.server.restored == 3
+    h2.snap(finished)
+    rooms = h2.server.hub.rooms
+    assert {waiting, public, finished} == set(rooms)
+    assert rooms[waiting].status == "waiting" and not rooms[waiting].public
+    assert rooms[finished].status == "finished" and rooms[finished].game_id is not None
+    assert [p.connected for p in rooms[finished].players] == [False, False]
+    assert rooms[public].listed_at != 0  # listed again
+    assert h2.clock.pending >= 4  # every seat's reconnect grace runs
+
+    alice2 = await h2.client("alice", hello=False)
+    welcome = await alice2.hello("alice", tokens["alice"])
+    assert welcome["resumed"] is True and welcome["rooms"] == [waiting]
+    assert (await alice2.expect("joined", room=waiting))["seat"] == 0
+    bob = await h2.client("bob")
+    joined = await bob.call("join", room=waiting)  # the friend with the code
+    assert joined["type"] == "joined" and joined["seat"] == 1
+    h2.snap(waiting)
+    for c in (alice2, bob):
+        state = await c.expect("state", room=waiting)
+        assert state["view"]["ply"] == 0
+
+    seats = []
+    for name in ("carol", "dave"):
+        c = await h2.client(name, hello=False)
+        welcome = await c.hello(name, tokens[name])
+        assert welcome["resumed"] is True and welcome["rooms"] == [finished]
+        state = await c.expect("state", room=finished)
+        assert state["view"]["outcome"] == g.seats[0].latest[finished]["view"]["outcome"]
+        seats.append(c)
+    await seats[0].request("rematch", room=finished)
+    await seats[1].expect("room", room=finished)
+    again = await seats[1].call("rematch", room=finished)
+    assert again["type"] == "joined"
+    h2.snap(finished)
+    assert rooms[finished].status == "playing"
+
+    # A room that closes is forgotten: after the next restart only the two games are back.
+    erin = await h2.client("erin", hello=False)
+    await erin.hello("erin", None)
+    await h2.server.store.flush()
+    assert len(await h2.server.store.fetch("SELECT code FROM rooms")) == 3
+    h2.advance(h2.server.config.reconnect_grace_s + 1)  # erin never came back: room closed
+    await h2.server.store.flush()
+    assert public not in rooms
+    codes = {r[0] for r in await h2.server.store.fetch("SELECT code FROM rooms")}
+    assert codes == {waiting, finished}
