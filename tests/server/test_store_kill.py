@@ -169,3 +169,48 @@ async def test_kill_9_at_random_points_loses_nothing_acknowledged(tmp_path):
             proc.kill()
             await proc.wait()
         log.close()
+
+
+async def test_kill_9_keeps_a_waiting_room_and_a_finished_one(tmp_path):
+    """Killed right after the room's creator saw ``joined``: the room is back with its code
+    (the friend joins with it) and its creator's token resumes the seat; a finished room
+    killed right after the last move comes back finished, and its rematch is played."""
+    data = tmp_path / "data"
+    log = (tmp_path / "stacko.server.log").open("wb")
+    proc, url, _ = await start(data, log)
+    try:
+        a, c, d = [await Client.open(url, n) for n in ("alice", "carol", "dave")]
+        for client, name in ((a, "alice"), (c, "carol"), (d, "dave")):
+            await client.hello(name)
+        over = (await c.call("create_room", options=OPTIONS))["room"]
+        assert (await d.call("join", room=over))["type"] == "joined"
+        await c.expect("state", room=over)
+        assert (await c.call("resign", room=over))["view"]["outcome"] is not None
+        waiting = (await a.call("create_room", options=OPTIONS, public=False))["room"]
+        kill(proc)  # right after the acknowledgement
+        await proc.wait()
+        proc, url, _ = await start(data, log)
+        a2 = await Client.open(url, "alice")
+        welcome = await a2.hello("alice", a.token)
+        assert welcome["resumed"] is True and welcome["rooms"] == [waiting]
+        bob = await Client.open(url, "bob")
+        await bob.hello("bob")
+        assert (await bob.call("join", room=waiting))["type"] == "joined"
+        for who in (a2, bob):
+            assert (await who.expect("state", room=waiting))["view"]["ply"] == 0
+        back = []
+        for old, name in ((c, "carol"), (d, "dave")):
+            new = await Client.open(url, name)
+            assert (await new.hello(name, old.token))["rooms"] == [over]
+            assert (await new.expect("state", room=over))["view"]["outcome"] is not None
+            back.append(new)
+        await back[0].request("rematch", room=over)
+        assert (await back[1].call("rematch", room=over))["type"] == "joined"
+        assert (await back[1].expect("state", room=over))["view"]["ply"] == 0
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 15) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        log.close()
