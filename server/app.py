@@ -257,6 +257,9 @@ class Server:
         """Close every client and stop. ``restart`` (SIGTERM with a store): commit what is
         pending first, then close with 1012, which tells clients to reconnect and resume."""
         store = self.store
+        recorder = self.hub._hooks.recorder
+        if isinstance(recorder, Recorder):
+            await recorder.close()  # a compaction of the log under way stops
         if store is not None and store.failed is None:
             try:
                 await asyncio.wait_for(store.flush(), 30)

@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from stacko.server.batch import OutputGate
 
 log = logging.getLogger("stacko.store")
@@ -129,6 +131,15 @@ def finished_query(columns: str, f: Filters) -> tuple[str, tuple[Any, ...]]:
     b, pb = branch(["player1 = ?", "player0 <> ?"], [f.player, f.player])
     sql = f"SELECT * FROM ({a}) AS seat0 UNION ALL SELECT * FROM ({b}) AS seat1 {order} {limit}"
     return sql, tuple(pa + pb)
+
+
+def once(rows: list[tuple[Any, ...]], key: int) -> list[tuple[Any, ...]]:
+    """``rows`` (sorted) without those whose first ``key`` columns repeat the previous row's."""
+    out: list[tuple[Any, ...]] = []
+    for row in rows:
+        if not out or out[-1][:key] != row[:key]:
+            out.append(row)
+    return out
 
 
 def runs(batch: Sequence[tuple[int, list[Op]]]) -> list[tuple[str, list[tuple[Any, ...]]]]:
@@ -295,11 +306,23 @@ class Store:
         return rows[0] if rows else None
 
     async def events(self, game_id: str) -> list[tuple[Any, ...]]:
-        """``(seq, kind, seat, ply, payload, at_ms)`` in order."""
-        return await self.fetch(
+        """``(seq, kind, seat, ply, payload, at_ms)`` in order: a finished game's from
+        ``events``; a game in progress's from the log (a walk of the log: for a rare
+        reader, such as a node taking a game over, never per request)."""
+        rows = await self.fetch(
             "SELECT seq, kind, seat, ply, payload, at_ms FROM events WHERE game_id = ? "
             "ORDER BY seq",
             (game_id,),
+        )
+        if rows:
+            return rows
+        return once(
+            await self.fetch(
+                "SELECT seq, kind, seat, ply, payload, at_ms FROM event_log WHERE game_id = ? "
+                "ORDER BY seq, id",
+                (game_id,),
+            ),
+            key=1,
         )
 
     async def in_progress(self) -> list[tuple[Any, ...]]:
@@ -309,10 +332,24 @@ class Store:
 
     async def in_progress_events(self) -> list[tuple[Any, ...]]:
         """``(game_id, seq, kind, seat, ply, payload, at_ms)`` of every game in progress, by
-        game then seq: one query for a whole recovery."""
-        return await self.fetch(
-            "SELECT e.game_id, e.seq, e.kind, e.seat, e.ply, e.payload, e.at_ms FROM events e "
-            "JOIN games g ON g.id = e.game_id WHERE g.status = 'playing' ORDER BY e.game_id, e.seq"
+        game then seq, each once (a compaction cut short leaves some twice in the log):
+        one query for a whole recovery."""
+        return once(
+            await self.fetch(
+                "SELECT e.game_id, e.seq, e.kind, e.seat, e.ply, e.payload, e.at_ms "
+                "FROM event_log e JOIN games g ON g.id = e.game_id "
+                "WHERE g.status = 'playing' ORDER BY e.game_id, e.seq, e.id"
+            ),
+            key=2,
+        )
+
+    def drop_log_op(self, after: int, upto: int, keep: Sequence[str]) -> Op:
+        """The statement that deletes the log's rows with ids in ``(after, upto]`` but those
+        of the games ``keep`` (``Recorder.compact``)."""
+        return (
+            "DELETE FROM event_log WHERE id > ? AND id <= ? "
+            "AND game_id NOT IN (SELECT value FROM json_each(?))",
+            (after, upto, orjson.dumps(list(keep)).decode()),
         )
 
     async def in_progress_sessions(self) -> list[tuple[Any, ...]]:
@@ -342,7 +379,7 @@ class Store:
             if not rows:
                 return gone
             ops: list[Op] = []
-            for (game_id,) in rows:
+            for (game_id,) in rows:  # its log rows go at the log's next compaction
                 ops.append(("DELETE FROM events WHERE game_id = ?", (game_id,)))
                 ops.append(("DELETE FROM games WHERE id = ?", (game_id,)))
             self.submit(ops)

@@ -14,10 +14,11 @@ import asyncio
 import logging
 import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from stacko.server.store.base import Op, Store, StoreError, runs
-from stacko.server.store.schema import MIGRATIONS, VERSION_TABLE, SchemaError, plan
+from stacko.server.store.schema import DIALECT, MIGRATIONS, VERSION_TABLE, SchemaError, plan
 
 log = logging.getLogger("stacko.store")
 
@@ -86,6 +87,8 @@ class PostgresStore(Store):
             steps = plan(None if found is None else int(found))
             for version in steps:
                 for sql in MIGRATIONS[version]:
+                    for shared, own in DIALECT[self.kind].items():
+                        sql = sql.replace(shared, own)
                     await conn.execute(sql)
             if steps:
                 await conn.execute("DELETE FROM schema_version")
@@ -93,6 +96,12 @@ class PostgresStore(Store):
 
     def _enqueue(self, ticket: int, ops: list[Op]) -> None:
         self._queue.put_nowait((ticket, ops))
+
+    def drop_log_op(self, after: int, upto: int, keep: Sequence[str]) -> Op:
+        return (
+            "DELETE FROM event_log WHERE id > ? AND id <= ? AND NOT (game_id = ANY(?::text[]))",
+            (after, upto, list(keep)),
+        )
 
     async def _write_loop(self) -> None:
         conn = self._writer_conn

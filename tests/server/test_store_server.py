@@ -273,6 +273,7 @@ async def test_sessions_are_stored_only_as_hashes(make_harness, store_spec):
     dump = repr(await h.server.store.fetch("SELECT * FROM sessions"))
     dump += repr(await h.server.store.fetch("SELECT * FROM games"))
     dump += repr(await h.server.store.fetch("SELECT * FROM events"))
+    dump += repr(await h.server.store.fetch("SELECT * FROM event_log"))
     for c in g.seats:
         assert c.token not in dump
     import hashlib

@@ -1,0 +1,163 @@
+"""Schema 3's event log: the changes of games in progress are appended to ``event_log``
+(keyed by a growing id), a finished game's go whole into ``events`` when it ends, the log
+is compacted to what the games in progress need, and a database of schema 2 is migrated
+with its games. On SQLite (both writers) and PostgreSQL."""
+
+from __future__ import annotations
+
+from stacko_wire import Game
+
+from stacko.server.store import make_store, recorder
+from stacko.server.store.schema import MIGRATIONS
+
+SMALL = {"tower": 3, "bricks": 8, "rounds": 2, "turn_cap": 6}
+
+
+async def log_rows(store) -> list[tuple]:
+    return await store.fetch("SELECT game_id, seq FROM event_log ORDER BY id")
+
+
+async def test_moves_go_to_the_log_and_a_finished_game_to_events(make_harness, store_spec):
+    h = await make_harness(store=make_store(*store_spec))
+    g = await h.game(SMALL)
+    for _ in range(3):
+        await g.move()
+    store = h.server.store
+    await store.flush()
+    (gid,) = [r[0] for r in await store.fetch("SELECT id FROM games")]
+    assert await log_rows(store) == [(gid, seq) for seq in range(1, 5)]  # the deal, 3 moves
+    assert await store.fetch("SELECT count(*) FROM events") == [(0,)]
+    assert [r[0] for r in await store.events(gid)] == [1, 2, 3, 4]  # read from the log
+    await g.play_out()
+    await store.flush()
+    seqs = [r[0] for r in await store.fetch("SELECT seq FROM events WHERE game_id = ?", (gid,))]
+    assert sorted(seqs) == list(range(1, g.room.seq + 1))
+    assert len(await log_rows(store)) == g.room.seq - 1  # the last event went with the record
+
+
+async def test_compaction_keeps_what_games_in_progress_need(make_harness, store_spec):
+    h1 = await make_harness(store=make_store(*store_spec))
+    store = h1.server.store
+    rec = h1.server.hub._hooks.recorder
+    done = await h1.game(SMALL, names=("a", "b"))
+    await done.play_out()
+    g = await h1.game(SMALL, names=("c", "d"))
+    for _ in range(4):
+        await g.move()
+    # A game in progress this server does not record (another node's, or one it could not
+    # restore): its rows stay.
+    await store.execute(
+        [
+            (
+                "INSERT INTO games (id, code, game, options, rules_version, public, players, "
+                "player0, player1, status, started_ms) VALUES ('00000000000000aa', 'ABCDEFGH', "
+                "'stacko', '{}', 1, 1, '[]', 'x', 'y', 'playing', 5)",
+                (),
+            ),
+            (recorder.LOG_SQL, ("00000000000000aa", 1, "deal", None, 0, "{}", 5)),
+        ]
+    )
+    await store.flush()
+    gid = g.room.game_id
+    before = await log_rows(store)
+    assert {r[0] for r in before} == {done.room.game_id, gid, "00000000000000aa"}
+    deleted = await rec.compact()
+    assert deleted == len(before) - 1  # all but the other's row, written again past them
+    after = await log_rows(store)
+    assert after == [("00000000000000aa", 1)] + [(gid, s) for s in range(1, 6)]
+    # A compaction cut short leaves rows twice: recovery reads each once.
+    await store.execute(
+        [
+            (
+                "INSERT INTO event_log (game_id, seq, kind, seat, ply, payload, at_ms) "
+                "SELECT game_id, seq, kind, seat, ply, payload, at_ms FROM event_log "
+                "WHERE game_id = ?",
+                (gid,),
+            )
+        ]
+    )
+    code, ply, tokens = g.code, g.engine.ply, [c.token for c in g.seats]
+    await h1.server.shutdown(restart=True)
+    h1.clients.clear()
+    h2 = await make_harness(store=make_store(*store_spec))
+    assert h2.server.restored == 2  # and the finished room; not the other's game
+    h2.snap(code)
+    assert h2.server.hub.rooms[code].game.ply == ply
+    seats = []
+    for seat, token in enumerate(tokens):
+        c = await h2.client(("c", "d")[seat], hello=False)
+        await c.hello(("c", "d")[seat], token)
+        await c.expect("state", room=code)
+        seats.append(c)
+    await Game(h2, code, seats, []).play_out()
+    await h2.server.store.flush()
+    rows = await h2.server.store.fetch("SELECT seq FROM events WHERE game_id = ?", (gid,))
+    assert sorted(r[0] for r in rows) == list(range(1, h2.server.hub.rooms[code].seq + 1))
+
+
+async def test_the_log_is_compacted_by_itself(make_harness, store_spec, monkeypatch):
+    monkeypatch.setattr(recorder, "COMPACT_MIN_ROWS", 5)
+    monkeypatch.setattr(recorder, "COMPACT_CHUNK_IDS", 3)  # several delete transactions
+    h = await make_harness(store=make_store(*store_spec))
+    rec = h.server.hub._hooks.recorder
+    for names in (("a", "b"), ("c", "d"), ("e", "f")):
+        await (await h.game(SMALL, names=names)).play_out()
+    g = await h.game(SMALL, names=("g", "h"))
+    await g.move()
+    for _ in range(100):
+        if rec._compacting is not None and rec._compacting.done():
+            break
+        await h.server.store.flush()
+    assert rec.compactions >= 1
+    await rec._compacting
+    await h.server.store.flush()
+    rows = await log_rows(h.server.store)
+    assert {r[0] for r in rows} <= {g.room.game_id}
+
+
+async def test_a_schema_2_database_is_migrated_with_its_games(make_harness, store_spec):
+    """A database as the schema-2 server left it: the events of a game in progress and of
+    a finished one in ``events``. After the migration the game in progress is back at its
+    ply (its events moved to the log) and the finished one is served."""
+    h1 = await make_harness(store=make_store(*store_spec))
+    done = await h1.game(SMALL, names=("a", "b"))
+    await done.play_out()
+    g = await h1.game(SMALL, names=("c", "d"))
+    for _ in range(3):
+        await g.move()
+    code, ply, finished_id = g.code, g.engine.ply, done.room.game_id
+    await h1.server.shutdown(restart=True)
+    h1.clients.clear()
+    store = make_store(*store_spec)
+    await store.open()
+    await store.execute(
+        [
+            (
+                "INSERT INTO events (game_id, seq, kind, seat, ply, payload, at_ms) "
+                "SELECT game_id, seq, kind, seat, ply, payload, at_ms FROM event_log "
+                "WHERE game_id IN (SELECT id FROM games WHERE status = 'playing')",
+                (),
+            ),
+            ("DROP TABLE event_log", ()),
+            ("DROP TABLE rooms", ()),
+            *[
+                (f"DROP INDEX {sql.split()[2]}", ())
+                for sql in MIGRATIONS[3]
+                if sql.startswith("CREATE INDEX")
+            ],
+            *[(sql, ()) for sql in MIGRATIONS[1] if sql.startswith("CREATE INDEX")],
+            ("UPDATE schema_version SET version = 2", ()),
+        ]
+    )
+    assert len(await store.fetch("SELECT * FROM events")) > 4
+    await store.close()
+    h2 = await make_harness(store=make_store(*store_spec))
+    store = h2.server.store
+    assert await store.fetch("SELECT version FROM schema_version") == [(3,)]
+    assert h2.server.restored == 1 and h2.server.hub.rooms[code].game.ply == ply
+    playing = g.room.game_id
+    assert await store.fetch("SELECT count(*) FROM events WHERE game_id = ?", (playing,)) == [(0,)]
+    assert [r[1] for r in await log_rows(store)] == list(range(1, 5))
+    assert len(await store.events(finished_id)) == done.room.seq
+    (row,) = await store.fetch("SELECT status FROM games WHERE id = ?", (finished_id,))
+    assert row == ("finished",)
