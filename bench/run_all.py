@@ -165,12 +165,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         f"== scale: {scale_m} matches ({2 * scale_m} connections) at pace 2 on {scale_servers} "
         f"server process(es), {scale_d:g} s (file limit {hard})"
     )
-    res["scale"] = await game(
-        ["--matches", str(scale_m), "--pace", "2", "--duration", str(scale_d), "--warmup", "5",
-         "--procs", str(args.client_procs), "--servers", str(scale_servers),
-         "--options", '{"turn_cap": 4, "rounds": 1}' if q else SHORT_GAMES, "--loop", loop]
-    )  # fmt: skip
+    scale_argv = ["--matches", str(scale_m), "--pace", "2", "--duration", str(scale_d),
+                  "--warmup", "5", "--procs", str(args.client_procs), "--servers",
+                  str(scale_servers), "--options",
+                  '{"turn_cap": 4, "rounds": 1}' if q else SHORT_GAMES, "--loop", loop]  # fmt: skip
+    res["scale"] = await game(scale_argv)
     res["scale"]["fd_hard_limit"] = hard
+    progress("   the same with the store off")
+    res["scale_nostore"] = await game([*scale_argv, NO_STORE])
 
     progress("== one vs two server processes (saturation)")
     cores = {}
@@ -321,6 +323,13 @@ def table(res: dict[str, Any]) -> str:
     row("  scale p50 ms", lat["p50_ms"])
     row("  scale p99 ms", lat["p99_ms"], None, None, "< 50 ms",
         lat["p99_ms"] is not None and lat["p99_ms"] < 50)  # fmt: skip
+    off = res.get("scale_nostore")
+    if off is not None:
+        row(
+            "  store off: scale p50 / p99 ms",
+            f"{off['latency_opponent']['p50_ms']} / {off['latency_opponent']['p99_ms']}",
+        )
+        row("  store off: scale held", off["connections_held"])
     row(
         "  scale errors / disconnects",
         f"{sc['errors']} / {sc['disconnects']}",

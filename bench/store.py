@@ -13,7 +13,10 @@
 3. disk: bytes on disk per finished game (default options; random moves in a recording room
    writing to a real SQLite file through the writer thread);
 4. recovery: 10,000 games in progress written to a SQLite file, then the time a new hub
-   takes to rebuild them all (``server.store.recorder.recover``).
+   takes to rebuild them all (``server.store.recorder.recover``);
+5. writes: the commit's cost and WAL pages per change, 20 changes of 50 games per commit,
+   into the event log (schema 3) and keyed per game in ``events`` (schema 2), alternating;
+6. listing: ``GET /api/games``'s query for each kind of filter over 500,000 finished games.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import argparse
 import asyncio
 import json
 import random
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -40,7 +44,7 @@ from stacko.server.clock import FakeClock
 from stacko.server.config import ServerConfig
 from stacko.server.hub import Hub, Session
 from stacko.server.room import Player, Room, RoomHooks
-from stacko.server.store.recorder import Recorder, recover
+from stacko.server.store.recorder import EVENT_SQL, LOG_SQL, Recorder, recover
 from stacko.server.store.sqlite import SQLiteStore
 
 OFF = "--server-arg=--database=memory"
@@ -213,8 +217,118 @@ async def recovery(games: int, moves: int) -> dict[str, Any]:
             "write_s": round(write_s, 2), "file_bytes": size}  # fmt: skip
 
 
+def _raw(path: Path) -> sqlite3.Connection:
+    """The store's file, as the loop writer opens it, with no checkpoint but ours."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    return conn
+
+
+async def writes(games: int, batch: int, commits: int, rounds: int) -> dict[str, Any]:
+    """The commit's cost per change and WAL pages written per change, for changes of
+    ``games`` games in progress, ``batch`` of them per commit (as at saturation): each into
+    the log (schema 3) and each keyed by ``(game_id, seq)`` in ``events`` (schema 2's
+    way), alternating, in the same file. Pages are the WAL frames of each round (the WAL
+    truncated before it)."""
+    with tempfile.TemporaryDirectory() as d:
+        store = SQLiteStore(d)
+        await store.open()
+        await store.close()
+        conn = _raw(store.path)
+        rng = random.Random(3)
+        ids = [f"{rng.getrandbits(64):016x}" for _ in range(games)]
+        seq = dict.fromkeys(ids, 0)
+        payload = '{"move":{"kind":"take","index":3},"deadline_ms":1764000000000}'
+        out: dict[str, list[dict[str, float]]] = {"log": [], "keyed": []}
+        for r in range(rounds):
+            for mode in ("log", "keyed") if r % 2 == 0 else ("keyed", "log"):
+                sql = LOG_SQL if mode == "log" else EVENT_SQL
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                took = 0.0
+                for _ in range(commits):
+                    rows = []
+                    for gid in rng.sample(ids, batch):
+                        seq[gid] += 1
+                        rows.append((gid, seq[gid], "move", 0, seq[gid], payload, 1764000000000))
+                    t = time.perf_counter()
+                    conn.execute("BEGIN")
+                    conn.executemany(sql, rows)
+                    conn.execute("COMMIT")
+                    took += time.perf_counter() - t
+                frames = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
+                n = commits * batch
+                out[mode].append({"us_per_change": round(1e6 * took / n, 2),
+                                  "pages_per_change": round(frames / n, 3)})  # fmt: skip
+        conn.close()
+    res: dict[str, Any] = {"games": games, "batch": batch, "commits": commits, "runs": out}
+    for mode in out:
+        for key in ("us_per_change", "pages_per_change"):
+            res[f"{mode}_{key}"] = statistics.median(x[key] for x in out[mode])
+    return res
+
+
+LISTINGS = {
+    "none": {},
+    "player=UNKNOWN": {"player": "nobody-by-that-name"},
+    "player=busy": {"player": "easy (bot)"},
+    "player=rare": {"player": "p77"},
+    "game=stakko": {"game": "stakko"},
+    "result=draw": {"result": "draw"},
+    "code": {"code": "R0000042"},
+    "game+player=UNKNOWN": {"game": "stacko", "player": "nobody-by-that-name"},
+    "player=busy+result=resignation": {"player": "easy (bot)", "result": "resignation"},
+}
+
+
+async def listing(games: int, repeat: int = 5) -> dict[str, Any]:
+    """``GET /api/games``'s query for each filter, best of ``repeat``, over ``games``
+    finished games (a third played by one bot, the rest between 1,000 names; one game in
+    ten of Stakko, one in twenty a draw, one in ten resigned)."""
+    from stacko.server.store.base import Filters
+
+    with tempfile.TemporaryDirectory() as d:
+        store = SQLiteStore(d)
+        await store.open()
+        await store.close()
+        conn = _raw(store.path)
+        rng = random.Random(4)
+        conn.execute("BEGIN")
+        conn.executemany(
+            "INSERT INTO games (id, code, game, variant, options, rules_version, public, "
+            "players, player0, player1, status, result, winner, termination, started_ms, "
+            "ended_ms, plies) VALUES (?, ?, ?, NULL, '{}', 1, 1, '[]', ?, ?, 'finished', "
+            "'{}', ?, ?, 0, ?, 40)",
+            (
+                (
+                    f"{i:016x}", f"R{i % 100_000:07d}", "stakko" if i % 10 == 0 else "stacko",
+                    "easy (bot)" if i % 3 == 0 else f"p{rng.randrange(1000)}",
+                    f"p{rng.randrange(1000)}", None if i % 20 == 0 else i % 2,
+                    "resignation" if i % 10 == 1 else "completed", 1_700_000_000_000 + i,
+                )
+                for i in range(games)
+            ),
+        )  # fmt: skip
+        conn.execute("COMMIT")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        store = SQLiteStore(d)
+        await store.open()
+        res: dict[str, Any] = {"games": games}
+        for name, f in LISTINGS.items():
+            best = float("inf")
+            for _ in range(repeat):
+                t = time.perf_counter()
+                await store.list_finished(Filters(**f))
+                best = min(best, time.perf_counter() - t)
+            res[f"{name}_ms"] = round(1000 * best, 3)
+        await store.close()
+    return res
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    only = set(args.only.split(",")) if args.only else {"saturation", "light", "disk", "recovery"}
+    only = set(args.only.split(",")) if args.only else set(ALL)
     res: dict[str, Any] = {"started": time.strftime("%F %T")}
     d = 4.0 if args.quick else 10.0
     if "saturation" in only:
@@ -230,7 +344,17 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         n = 1000 if args.quick else 10_000
         progress(f"== recovery of {n} games in progress")
         res["recovery"] = await recovery(n, 20)
+    if "writes" in only:
+        progress("== the commit's cost per change: the log against a key per game")
+        res["writes"] = await writes(50, 20, 200 if args.quick else 1000, 2 if args.quick else 6)
+    if "listing" in only:
+        n = 50_000 if args.quick else 500_000
+        progress(f"== GET /api/games's query per filter, {n:,} finished games")
+        res["listing"] = await listing(n)
     return res
+
+
+ALL = ("saturation", "light", "disk", "recovery", "writes", "listing")
 
 
 def main() -> None:
@@ -238,7 +362,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--matches", type=int, default=50)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="", help="comma list: saturation,light,disk,recovery")
+    ap.add_argument("--only", default="", help="comma list of: " + ",".join(ALL))
     args = ap.parse_args()
     res = asyncio.run(main_async(args))
     print(json.dumps(res))
