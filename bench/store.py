@@ -16,7 +16,9 @@
    takes to rebuild them all (``server.store.recorder.recover``);
 5. writes: the commit's cost and WAL pages per change, 20 changes of 50 games per commit,
    into the event log (schema 3) and keyed per game in ``events`` (schema 2), alternating;
-6. listing: ``GET /api/games``'s query for each kind of filter over 500,000 finished games.
+6. path: the store's CPU per move in process (rooms, recorder, commits; no sockets), on
+   against off, alternating;
+7. listing: ``GET /api/games``'s query for each kind of filter over 500,000 finished games.
 """
 
 from __future__ import annotations
@@ -269,6 +271,50 @@ async def writes(games: int, batch: int, commits: int, rounds: int) -> dict[str,
     return res
 
 
+async def path(games: int, batch: int, moves: int, rounds: int) -> dict[str, Any]:
+    """The store's CPU per move in process, without sockets (a shared machine's network
+    noise out of the way): ``games`` rooms, ``batch`` moves of as many of them per loop
+    turn (the loop writer commits each turn's changes at its end), recorded into a SQLite
+    file or not recorded at all, alternating; CPU time of the moves and their commits."""
+    out: dict[str, list[float]] = {"on": [], "off": []}
+    rng = random.Random(5)
+    for r in range(rounds):
+        for mode in ("on", "off") if r % 2 == 0 else ("off", "on"):
+            with tempfile.TemporaryDirectory() as d:
+                store = SQLiteStore(d, writer="loop") if mode == "on" else None
+                clock = FakeClock()
+                if store is not None:
+                    await store.open()
+                hooks = RoomHooks(clock=clock, schedule_soon=lambda cb: None,
+                                  rng_factory=lambda: random.Random(rng.getrandbits(64)),
+                                  on_empty=lambda r: None,
+                                  recorder=Recorder(store, clock) if store else None)  # fmt: skip
+                rooms = [_room(hooks, rng, f"P{i:05d}") for i in range(games)]
+                for room in rooms:
+                    room.start()
+                done = 0
+                cpu = 0.0
+                while done < moves:
+                    t = time.process_time()
+                    for room in rng.sample(rooms, batch):
+                        game = room.game
+                        assert game is not None
+                        if game.outcome() is not None:
+                            room.start()
+                            continue
+                        _play(room, rng, 1)
+                        done += 1
+                    await asyncio.sleep(0)  # the loop writer's commit
+                    cpu += time.process_time() - t
+                if store is not None:
+                    await store.flush()
+                    await store.close()
+                out[mode].append(round(1e6 * cpu / done, 2))
+    on, off = statistics.median(out["on"]), statistics.median(out["off"])
+    return {"games": games, "batch": batch, "moves": moves, "runs_us_per_move": out,
+            "on_us_per_move": on, "off_us_per_move": off, "store_us_per_move": round(on - off, 2)}  # fmt: skip
+
+
 LISTINGS = {
     "none": {},
     "player=UNKNOWN": {"player": "nobody-by-that-name"},
@@ -347,6 +393,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     if "writes" in only:
         progress("== the commit's cost per change: the log against a key per game")
         res["writes"] = await writes(50, 20, 200 if args.quick else 1000, 2 if args.quick else 6)
+    if "path" in only:
+        progress("== the store's CPU per move in process (no sockets), on vs off")
+        res["path"] = await path(50, 20, 4000 if args.quick else 20_000, 3 if args.quick else 6)
     if "listing" in only:
         n = 50_000 if args.quick else 500_000
         progress(f"== GET /api/games's query per filter, {n:,} finished games")
@@ -354,7 +403,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     return res
 
 
-ALL = ("saturation", "light", "disk", "recovery", "writes", "listing")
+ALL = ("saturation", "light", "disk", "recovery", "writes", "path", "listing")
 
 
 def main() -> None:

@@ -10,6 +10,11 @@ seed: ``RecordingRng`` wraps the room's RNG (the OS's in production) and notes t
 permutation each ``shuffle`` applied; ``ReplayRng`` applies the recorded ones again. Python
 only promises that ``random()`` repeats across versions, not ``shuffle``.
 
+Where the events go (schema 3): while a game runs, each is one row appended to
+``event_log``; when it ends, all of them go into ``events`` in the transaction that records
+the result (``record``), and ``compact`` trims the log now and then. Rooms that outlive a
+game (waiting for a player or a rematch) are kept in ``rooms`` (``room``).
+
 A record of a game in progress holds what the live game holds (the server's memory), and
 nothing else: who may read what of it is decided where it is served (``server.records``).
 """
