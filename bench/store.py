@@ -312,7 +312,8 @@ async def path(games: int, batch: int, moves: int, rounds: int) -> dict[str, Any
                 out[mode].append(round(1e6 * cpu / done, 2))
     on, off = statistics.median(out["on"]), statistics.median(out["off"])
     return {"games": games, "batch": batch, "moves": moves, "runs_us_per_move": out,
-            "on_us_per_move": on, "off_us_per_move": off, "store_us_per_move": round(on - off, 2)}  # fmt: skip
+            "on_us_per_move": on, "off_us_per_move": off,
+            "store_us_per_move": round(on - off, 2)}  # fmt: skip
 
 
 LISTINGS = {
