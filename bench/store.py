@@ -370,6 +370,21 @@ async def listing(games: int, repeat: int = 5) -> dict[str, Any]:
                 await store.list_finished(Filters(**f))
                 best = min(best, time.perf_counter() - t)
             res[f"{name}_ms"] = round(1000 * best, 3)
+        # Schema 2's query and index for an unknown player, on the same file, for comparison.
+        await store.execute(
+            [(f"DROP INDEX {name}", ()) for name in ("games_by_player0", "games_by_player1")]
+            + [("CREATE INDEX games_finished ON games (status, ended_ms, id)", ())]
+        )
+        old = (
+            f"SELECT {store.GAME_COLUMNS} FROM games WHERE status = 'finished' AND "
+            "(player0 = ? OR player1 = ?) ORDER BY ended_ms DESC, id DESC LIMIT 21"
+        )
+        best = float("inf")
+        for _ in range(repeat):
+            t = time.perf_counter()
+            await store.fetch(old, ("nobody-by-that-name", "nobody-by-that-name"))
+            best = min(best, time.perf_counter() - t)
+        res["schema2_player=UNKNOWN_ms"] = round(1000 * best, 3)
         await store.close()
     return res
 
