@@ -28,6 +28,8 @@ async def test_moves_go_to_the_log_and_a_finished_game_to_events(make_harness, s
     assert await log_rows(store) == [(gid, seq) for seq in range(1, 5)]  # the deal, 3 moves
     assert await store.fetch("SELECT count(*) FROM events") == [(0,)]
     assert [r[0] for r in await store.events(gid)] == [1, 2, 3, 4]  # read from the log
+    by_id = await store.in_progress_events([gid, "0" * 16])
+    assert by_id == await store.in_progress_events() and [r[1] for r in by_id] == [1, 2, 3, 4]
     await g.play_out()
     await store.flush()
     seqs = [r[0] for r in await store.fetch("SELECT seq FROM events WHERE game_id = ?", (gid,))]
