@@ -91,9 +91,12 @@ def finished_query(columns: str, f: Filters) -> tuple[str, tuple[Any, ...]]:
     is two seeks (``player0``, ``player1``) merged, never a walk of every finished game
     (an OR of the two columns did that: SQLite preferred the status index, 237 ms for an
     unknown name at 500,000 games)."""
-    conds: list[tuple[str, str, tuple[Any, ...]]] = []  # (column, comparison, params)
+    # (column, comparison, parameters), most selective first: the first is the seek
+    conds: list[tuple[str, str, tuple[Any, ...]]] = []
     if f.code is not None:
         conds.append(("code", "= ?", (f.code,)))
+    if f.code is not None and f.player is not None:  # a room's few games, then the name
+        conds.append(("player0", f"= ? OR {_unindexed('player1')} = ?", (f.player, f.player)))
     if f.game is not None:
         conds.append(("game", "= ?", (f.game,)))
     if f.result is not None:
@@ -105,13 +108,13 @@ def finished_query(columns: str, f: Filters) -> tuple[str, tuple[Any, ...]]:
     order = "ORDER BY ended_ms DESC, id DESC"
     limit = f"LIMIT {int(f.limit) + 1}"
 
-    def branch(seek: list[str], seek_params: list[Any]) -> tuple[str, list[Any]]:
-        where = ["status = 'finished'", *seek]
+    def branch(seek: str, seek_params: tuple[Any, ...]) -> tuple[str, list[Any]]:
+        """``seek`` (a player's seat) or, if empty, the first condition is the seek."""
+        where = ["status = 'finished'"] + ([seek] if seek else [])
         params = list(seek_params)
         for i, (column, cmp, extra) in enumerate(conds):
-            # the first condition is the seek unless a player is: then every one is a check
-            seeking = i == 0 and not seek_params
-            where.append(f"{column if seeking else _unindexed(column)} {cmp}")
+            seeking = i == 0 and not seek
+            where.append(f"({column if seeking else _unindexed(column)} {cmp})")
             params += extra
         if f.cursor is not None:
             where.append("(ended_ms < ? OR (ended_ms = ? AND id < ?))")
@@ -119,16 +122,11 @@ def finished_query(columns: str, f: Filters) -> tuple[str, tuple[Any, ...]]:
         return f"SELECT {columns} FROM games WHERE {' AND '.join(where)} {order} {limit}", params
 
     if f.code is not None or f.player is None:
-        sql, params = branch([], [])
-        if f.code is not None and f.player is not None:  # a room's few games, then the name
-            sql = sql.replace(
-                f" {order}", f" AND (player0 || '' = ? OR player1 || '' = ?) {order}", 1
-            )
-            params += [f.player, f.player]
+        sql, params = branch("", ())
         return sql, tuple(params)
     # A player: their games in seat 0, and in seat 1 (not already counted in seat 0).
-    a, pa = branch(["player0 = ?"], [f.player])
-    b, pb = branch(["player1 = ?", "player0 <> ?"], [f.player, f.player])
+    a, pa = branch("player0 = ?", (f.player,))
+    b, pb = branch("player1 = ? AND player0 <> ?", (f.player, f.player))
     sql = f"SELECT * FROM ({a}) AS seat0 UNION ALL SELECT * FROM ({b}) AS seat1 {order} {limit}"
     return sql, tuple(pa + pb)
 
