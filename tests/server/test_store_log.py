@@ -163,3 +163,28 @@ async def test_a_schema_2_database_is_migrated_with_its_games(make_harness, stor
     assert len(await store.events(finished_id)) == done.room.seq
     (row,) = await store.fetch("SELECT status FROM games WHERE id = ?", (finished_id,))
     assert row == ("finished",)
+
+
+async def test_a_move_writes_one_log_row_and_nothing_else(make_harness, tmp_path):
+    """The hot path: a move is one row appended to the log; rooms, games and sessions are
+    written when seats or the status change, never per move."""
+    from stacko.server.store.sqlite import SQLiteStore
+
+    class Counting(SQLiteStore):
+        def __init__(self, *a, **k) -> None:
+            super().__init__(*a, **k)
+            self.statements: list[str] = []
+
+        def _enqueue(self, ticket, ops) -> None:
+            self.statements += [sql.split("(")[0].strip() for sql, _ in ops]
+            super()._enqueue(ticket, ops)
+
+    store = Counting(tmp_path / "data")
+    h = await make_harness(store=store)
+    g = await h.game(SMALL)
+    await store.flush()
+    assert "INSERT INTO rooms" in store.statements  # the seats and the start
+    store.statements.clear()
+    for _ in range(3):
+        await g.move()
+    assert store.statements == ["INSERT INTO event_log"] * 3
