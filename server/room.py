@@ -288,7 +288,8 @@ class Room:
         self._check_empty()
 
     def seats_changed(self) -> None:
-        """A seat was taken or freed: the store keeps the room's seats for a restart."""
+        """A seat was taken or freed, or a rematch asked for: the store keeps the room's
+        seats for a restart."""
         recorder = self.hooks.recorder
         if recorder is not None:
             recorder.room(self)
@@ -391,6 +392,7 @@ class Room:
             if p is not None and p.bot is not None:
                 self.rematch.add(s)  # bots always agree
         if len(self.rematch) < 2:
+            self.seats_changed()  # a restart keeps who asked
             self._room_update(f"{self.name(seat)} asks for a rematch")
             return
         # Seats swap so that the other player moves first this time.

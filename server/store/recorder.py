@@ -215,7 +215,8 @@ class Recorder:
 
     def room(self, room: Any, open_: bool = True) -> None:
         """Keep what a restart needs of a room that is open (``open_``): its options, seats
-        (a session only as the hash of its token) and last game; or forget a closed one.
+        (a session only as the hash of its token, and whether it asked for a rematch) and
+        last game; or forget a closed one.
         Called when seats or the status change, never per move."""
         if not open_:
             self.store.submit([("DELETE FROM rooms WHERE code = ?", (room.code,))])
@@ -230,6 +231,7 @@ class Recorder:
             seats.append({
                 "name": p.name, "bot": p.bot_level, "account": p.account,
                 "token_hash": session_hash(token) if token else None,
+                "rematch": len(seats) in room.rematch,
             })  # fmt: skip
         options = room.codec.options_to_wire(room.options, room.clock_ms)
         self.store.submit(
@@ -512,6 +514,9 @@ async def _restore_rooms(hub: Any, store: Store, dormant: dict[str, Any]) -> int
         if finished is not None:
             room.game_id = game_id
             room.restore(finished.game, len(events), finished.expiries)
+            room.rematch = {
+                s for s, p in enumerate(orjson.loads(seats_text)) if p and p.get("rematch")
+            }
         hub.rooms[code] = room
         if bots:
             hub.bot_rooms.add(code)

@@ -381,6 +381,8 @@ async def test_waiting_and_finished_rooms_come_back_after_a_restart(make_harness
     g = await h1.game(SMALL, names=("carol", "dave"))
     await g.play_out()
     finished = g.code
+    await g.seats[1].request("rematch", room=finished)  # dave asks; carol has not yet
+    await g.seats[0].expect("room", room=finished)
     tokens = {"alice": alice.token, "carol": g.seats[0].token, "dave": g.seats[1].token}
     h1.snap(finished)
     await h1.server.shutdown(restart=True)
@@ -417,9 +419,8 @@ async def test_waiting_and_finished_rooms_come_back_after_a_restart(make_harness
         state = await c.expect("state", room=finished)
         assert state["view"]["outcome"] == g.seats[0].latest[finished]["view"]["outcome"]
         seats.append(c)
-    await seats[0].request("rematch", room=finished)
-    await seats[1].expect("room", room=finished)
-    again = await seats[1].call("rematch", room=finished)
+    assert rooms[finished].rematch == {1}  # dave's request outlived the restart
+    again = await seats[0].call("rematch", room=finished)  # carol's completes it
     assert again["type"] == "joined"
     h2.snap(finished)
     assert rooms[finished].status == "playing"
