@@ -36,6 +36,7 @@ from stacko.engine.games import GAMES
 from stacko.protocol import frames, messages
 from stacko.protocol.errors import ErrorCode, ProtocolError
 from stacko.server.cluster import keys
+from stacko.server.cluster.presence import Presence
 from stacko.server.hub import ROOM_ALPHABET, ROOM_CODE_LENGTH, Session
 from stacko.server.room import Peer, Room
 
@@ -181,6 +182,8 @@ class ClusterNode:
         self.redis_errors = 0
         self.inbox_lag_s = 0.0
         self.queue_sizes: dict[str, int] = {}
+        self.presence = Presence(self)
+        """Accounts across nodes: presence, challenges, revocation (``cluster.presence``)."""
 
     # -- life ----------------------------------------------------------------------------
 
@@ -236,6 +239,7 @@ class ClusterNode:
             self.codes = [c for c in self.codes if c in kept]
         if fresh:
             self._last_id = results[-1 - len(pool)].decode()
+        await self.presence.assert_all(fresh)
         self.up = True
         await self._refill_codes()
 
@@ -534,7 +538,11 @@ class ClusterNode:
         conn = self._conn(peer)
         self.touched.setdefault(peer, set()).add(node)
         self.requests_out += 1
-        head = orjson.dumps([self.node_id, conn, session.token, session.name])
+        account = session.account
+        signed = (
+            None if account is None else [account.id, account.name, account.kind, account.builtin]
+        )
+        head = orjson.dumps([self.node_id, conn, session.token, session.name, signed])
         self.post(node, b"r%b\n%b" % (head, msg.model_dump_json().encode()))
 
     def _queue_op(self, peer: Peer, msg: Any, op: Callable[[], Awaitable[None]]) -> None:
@@ -608,10 +616,17 @@ class ClusterNode:
         self.remote_sessions[peer] = session
         return session
 
-    def _apply(self, node: str, conn: int, token: str, name: str, text: str) -> None:
+    def _apply(
+        self, node: str, conn: int, token: str, name: str, text: str, signed: Any = None
+    ) -> None:
+        """``signed``: the account the client's node has the session signed in as
+        (``[id, name, kind, builtin]``, or ``None``: a guest), which nodes take on trust."""
         self.requests_in += 1
         peer = self._remote(node, conn)
         session = self._session_for(token, name, peer)
+        link = self.hub.accounts
+        if link is not None:
+            session.account = link.remote_account(signed)
         msg: messages.ClientMessage | None = None
         self._applying = True
         try:
@@ -781,8 +796,8 @@ class ClusterNode:
             return
         if kind == b"r":
             head, text = value[1:].split(b"\n", 1)
-            node, conn, token, name = orjson.loads(head)
-            self._apply(node, conn, token, name, text.decode())
+            node, conn, token, name, *signed = orjson.loads(head)
+            self._apply(node, conn, token, name, text.decode(), signed[0] if signed else None)
             return
         item = orjson.loads(value[1:])
         what = item[0] if item else None  # the empty entry a node starts its inbox with
@@ -792,6 +807,8 @@ class ClusterNode:
             self._resume_here(item[1], item[2], item[3], item[4])
         elif what == "matched":
             self._matched(item[1], item[2])
+        elif what == "kick":
+            self.presence.kicked(item[1])
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -838,6 +855,8 @@ class ClusterNode:
                 self._lobby_cmds(pipe, cmd[1], cmd[2])
             elif cmd[0] == "seat":
                 self._seat_cmds(pipe, cmd[1], cmd[2])
+            elif cmd[0] == "presence":
+                self.presence.write(pipe, cmd[1])
             else:
                 getattr(pipe, cmd[0])(*cmd[1:])
         try:

@@ -1,0 +1,162 @@
+"""Accounts on a cluster (issues 16 and 17): challenges between accounts online on different
+nodes, presence that dies with its node, and a revoked token that ends the account's
+connections on every node at once. In-process nodes on one real redis-server and one store
+(a shared SQLite file, or PostgreSQL), as in production."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from stacko_wire import Client
+from test_accounts import SMALL, http, register
+
+from stacko.server.app import Server
+from stacko.server.config import ServerConfig
+from stacko.server.store import make_store
+
+
+class Nodes:
+    def __init__(self) -> None:
+        self.nodes: list[Server] = []
+        self.clients: list[Client] = []
+
+    async def start(self, url: str, store_spec: tuple[Any, ...], n: int, **config: Any) -> None:
+        for i in range(n):
+            cfg = ServerConfig(
+                port=0, redis_url=url, node_id=f"n{i}", bot_workers=0, burst=1_000_000,
+                hello_burst_per_ip=1_000_000, max_connections_per_ip=0, lease_s=1.5,
+                registrations_per_hour=1000, **config,
+            )  # fmt: skip
+            server = Server(cfg, bots=({}, None), store=make_store(*store_spec))
+            await server.start()
+            self.nodes.append(server)
+
+    async def signed_in(self, node: int, token: str, name: str) -> Client:
+        c = await Client.open(self.nodes[node].url, f"{name}@n{node}")
+        self.clients.append(c)
+        welcome = await c.call("hello", protocol=1, name=name, account=token)
+        assert welcome["type"] == "welcome" and welcome["account"]["name"] == name, welcome
+        c.token = welcome["session"]
+        return c
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(c.ws.close() for c in self.clients if not c.done.is_set()))
+        for node in self.nodes:
+            if node.cluster is not None:
+                await node.shutdown()
+
+
+@pytest.fixture
+async def nodes(redis_server):
+    made: list[Nodes] = []
+
+    def make() -> Nodes:
+        made.append(Nodes())
+        return made[-1]
+
+    yield make
+    for m in made:
+        await asyncio.wait_for(m.stop(), 20)
+
+
+async def accounts(port: int, *names: str) -> list[str]:
+    tokens = []
+    for name in names:
+        status, body = await register(port, name)
+        assert status == 201, body
+        tokens.append(body["token"])
+    return tokens
+
+
+async def online_on(node: Server, name: str, want: int) -> None:
+    """Bounded wait until ``node`` sees ``name`` online on ``want`` other nodes."""
+    presence = node.cluster.presence
+    for _ in range(200):
+        if len(await presence.nodes_of(name)) == want:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{name} is not online on {want} other nodes")
+
+
+async def test_challenges_between_nodes(nodes, redis_server, store_spec):
+    ns = nodes()
+    await ns.start(redis_server.url, store_spec, 3, challenge_timeout_s=4)
+    n0, n1, _ = ns.nodes
+    ta, tb = await accounts(n0.port, "Alice", "Bobby")
+    ca = await ns.signed_in(0, ta, "Alice")
+    cb = await ns.signed_in(1, tb, "Bobby")
+    await online_on(n0, "bobby", 1)
+    # Accepted: the room is on Bobby's node, Alice plays it from hers; rated, both credited.
+    sent = await ca.call("challenge", to="bobby", game="stacko", options=SMALL, rated=True)
+    assert sent["type"] == "challenge_sent" and sent["to"] == "Bobby", sent
+    seen = await cb.expect("challenged", challenge=sent["challenge"])
+    assert seen["account"] == {"name": "Alice", "kind": "human"} and seen["rated"]
+    joined = await cb.call("accept_challenge", challenge=seen["challenge"])
+    assert joined["type"] == "joined" and joined["seat"] == 1, joined
+    code = joined["room"]
+    assert (await ca.expect("joined", room=code))["seat"] == 0
+    assert code in n1.hub.rooms and n1.hub.rooms[code].rated
+    await ca.expect("state", room=code)
+    assert (await ca.call("resign", room=code))["type"] != "error"
+    ratings = [await c.expect("rating", room=code) for c in (ca, cb)]
+    assert ratings[0] == ratings[1]
+    changes = {c["name"]: c["delta"] for c in ratings[0]["changes"]}
+    assert changes["Bobby"] > 0 > changes["Alice"]
+    for _ in range(100):  # committed by Bobby's node, read through Alice's
+        status, profile = await http(n0.port, "/api/players/Alice")
+        if profile.get("ratings", {}).get("stacko", {}).get("losses") == 1:
+            break
+        await asyncio.sleep(0.05)
+    assert status == 200 and profile["ratings"]["stacko"]["losses"] == 1, profile
+    # Declined, from a second connection of Bobby's on a third node: the answer goes to the
+    # node that holds the challenge, and both sides hear of it.
+    sent = await ca.call("challenge", to="Bobby", game="stacko")
+    seen = await cb.expect("challenged", challenge=sent["challenge"])
+    cb2 = await ns.signed_in(2, tb, "Bobby")
+    answer = await cb2.call("decline_challenge", challenge=seen["challenge"])
+    assert answer["type"] == "challenge_over" and answer["reason"] == "declined", answer
+    assert (await ca.expect("challenge_over", challenge=sent["challenge"]))["reason"] == "declined"
+    again = await cb2.call("accept_challenge", challenge=seen["challenge"])
+    assert again["code"] == "unknown_challenge"
+    await cb2.close()
+    # Timed out on Bobby's node: both sides are told.
+    sent = await ca.call("challenge", to="Bobby", game="stacko")
+    await cb.expect("challenged", challenge=sent["challenge"])
+    over = await ca.expect("challenge_over", challenge=sent["challenge"], timeout=15)
+    assert over["reason"] == "expired"
+    assert (await cb.expect("challenge_over", challenge=sent["challenge"]))["reason"] == "expired"
+    # The challenger goes away: cancelled on the other node.
+    sent = await ca.call("challenge", to="Bobby", game="stacko")
+    await cb.expect("challenged", challenge=sent["challenge"])
+    await ca.close()
+    over = await cb.expect("challenge_over", challenge=sent["challenge"])
+    assert over["reason"] == "cancelled"
+    # Nobody of that name anywhere; the challenged account on no live node once its node
+    # stops (its presence goes with its lease).
+    cc = await ns.signed_in(0, ta, "Alice")
+    assert (await cc.call("challenge", to="Nobody"))["code"] == "not_online"
+    await cb.close()
+    await online_on(n0, "bobby", 0)
+    assert (await cc.call("challenge", to="Bobby"))["code"] == "not_online"
+    cb = await ns.signed_in(1, tb, "Bobby")
+    await online_on(n0, "bobby", 1)
+    await n1.shutdown()
+    await cb.closed(10)
+    assert (await cc.call("challenge", to="Bobby"))["code"] == "not_online"
+
+
+async def test_a_dead_nodes_presence_disappears_with_its_lease(nodes, redis_server, store_spec):
+    ns = nodes()
+    await ns.start(redis_server.url, store_spec, 2)
+    n0, n1 = ns.nodes
+    (tb,) = await accounts(n0.port, "Bobby")
+    await ns.signed_in(1, tb, "Bobby")
+    await online_on(n0, "bobby", 1)
+    # The node stops renewing its lease (as if killed): its presence is dead with the lease.
+    node = n1.cluster
+    node._stopping = True
+    node._stop_event.set()
+    await node.redis.delete(f"stacko:node:{node.node_id}")
+    assert await n0.cluster.presence.nodes_of("bobby") == []
