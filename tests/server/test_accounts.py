@@ -393,6 +393,41 @@ async def test_challenges_accepted_declined_and_timed_out(make_harness, store_sp
     assert over["reason"] == "cancelled"
 
 
+class NoScan(dict):
+    """Sessions that may be looked up by token but not walked through."""
+
+    def values(self):
+        raise AssertionError("a scan of every session")
+
+    def items(self):
+        raise AssertionError("a scan of every session")
+
+
+async def test_a_challenge_finds_its_account_by_name_not_by_a_scan(make_harness, tmp_path):
+    """``challenge`` looks the name up (it walked every session: ~1.5 ms at 10,000)."""
+    h = await make_harness(store=make_store("sqlite", str(tmp_path / "data")))
+    ca, cb = await two_accounts(h)
+    hub = h.server.hub
+    for i in range(50):  # guests and other sessions the lookup must not walk
+        await h.client(f"guest{i}")
+    sessions = hub.sessions
+    hub.sessions = NoScan(sessions)
+    try:
+        sent = await ca.call("challenge", to="BOBBY", game="stacko")
+        assert sent["type"] == "challenge_sent" and sent["to"] == "Bobby", sent
+        await cb.expect("challenged", challenge=sent["challenge"])
+        assert (await ca.call("challenge", to="Nobody"))["code"] == "not_online"
+    finally:
+        hub.sessions = sessions
+    # A session that signed out (here: it went away) is not found by its name any more.
+    await cb.close()
+    for _ in range(200):
+        if hub.accounts.online_count("bobby") == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert (await ca.call("challenge", to="Bobby"))["code"] == "not_online"
+
+
 # -- matchmaking by strength ---------------------------------------------------------------
 
 

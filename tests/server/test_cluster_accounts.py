@@ -6,6 +6,10 @@ connections on every node at once. In-process nodes on one real redis-server and
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +17,11 @@ from stacko_wire import Client
 from test_accounts import SMALL, http, register
 
 from stacko.server.app import Server
+from stacko.server.cluster.local import free_port, wait_port
 from stacko.server.config import ServerConfig
 from stacko.server.store import make_store
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Nodes:
@@ -160,3 +167,67 @@ async def test_a_dead_nodes_presence_disappears_with_its_lease(nodes, redis_serv
     node._stop_event.set()
     await node.redis.delete(f"stacko:node:{node.node_id}")
     assert await n0.cluster.presence.nodes_of("bobby") == []
+
+
+def spawn(port: int, redis_url: str, index: int, database: str, data: str) -> Any:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "stacko.server", "--port", str(port), "--redis-url", redis_url,
+         "--node-id", f"n{index}", "--database", database, "--data-dir", data,
+         "--lease-s", "1.5", "--bot-workers", "0", "--log-level", "WARNING"],
+        cwd=ROOT, env=env,
+    )  # fmt: skip
+
+
+async def test_revoking_or_rotating_on_one_node_ends_the_sessions_on_another_at_once(
+    redis_server, store_spec, tmp_path
+):
+    """Two node processes on one store: the token is revoked (rotated) through node A's
+    HTTP API; the account's connection on node B is signed out and closed at once (before,
+    only at its next ``hello``)."""
+    database = store_spec[0] if store_spec[0] != "sqlite" else "sqlite"
+    data = store_spec[1] or str(tmp_path / "data")
+    procs: list[subprocess.Popen[bytes]] = []
+    ports = [free_port(), free_port()]
+    clients: list[Client] = []
+    try:
+        for i, port in enumerate(ports):
+            proc = spawn(port, redis_server.url, i, database, data)
+            procs.append(proc)
+            await asyncio.to_thread(wait_port, port, proc)
+        a, b = ports
+        ta, tb = await accounts(a, "Alice", "Bobby")
+        for token, name in ((ta, "Alice"), (tb, "Bobby")):
+            c = await Client.open(f"ws://127.0.0.1:{b}/", f"{name}@n1")
+            clients.append(c)
+            welcome = await c.call("hello", protocol=1, name=name, account=token)
+            assert welcome["account"]["name"] == name, welcome
+        ca, cb = clients
+        status, _ = await http(a, "/api/accounts/revoke", "POST", ta)
+        assert status == 200
+        await ca.expect("error", code="bad_account")
+        await ca.closed(10)
+        status, body = await http(a, "/api/accounts/rotate", "POST", tb)
+        assert status == 200, body
+        await cb.expect("error", code="bad_account")
+        await cb.closed(10)
+        # The rotated account signs in with its new token; the revoked one nowhere.
+        for port in ports:
+            c = await Client.open(f"ws://127.0.0.1:{port}/", "again")
+            clients.append(c)
+            fresh = await c.call("hello", protocol=1, name="b", account=body["token"])
+            assert fresh["account"]["name"] == "Bobby", fresh
+            c = await Client.open(f"ws://127.0.0.1:{port}/", "revoked")
+            clients.append(c)
+            assert (await c.call("hello", protocol=1, name="a", account=ta))[
+                "code"
+            ] == "bad_account"
+    finally:
+        await asyncio.gather(*(c.ws.close() for c in clients if not c.done.is_set()))
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                await asyncio.to_thread(proc.wait, 20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
