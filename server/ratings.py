@@ -15,15 +15,20 @@ defaults 25, 25/3, 25/6, 25/300, times 60).
 - An account is *provisional* in a game for its first ``PROVISIONAL_GAMES`` rated games.
 - An abandoned, forfeited or resigned game is a loss for the seat that left (the engine's
   outcome already says so).
-- At most ``pair_per_day`` rated games between the same two accounts in 24 hours (counted
-  by this node); further games between them are played unrated, and the room says so.
+- At most ``pair_per_day`` rated games between the same two accounts in 24 hours, counted
+  in the store (``rated_pairs``: shared by every node, kept across restarts); further games
+  between them are played unrated, and the room says so. The count is asked when the game
+  starts (the start does not wait for it): a game that ends before the answer is rated, or
+  not, once it is back.
 - The new ratings are written in the same transaction as the game's result (the
   recorder's last batch), so a crash never keeps one without the other.
 """
 
 from __future__ import annotations
 
-import collections
+import asyncio
+import logging
+import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +39,9 @@ from stacko.protocol import frames
 from stacko.server.accounts import Account, Accounts
 from stacko.server.store.base import Op, Store
 
+log = logging.getLogger("stacko.ratings")
+
+PAIR_WINDOW_MS = 86_400_000
 MU = 1500.0
 SIGMA = 500.0
 MODEL = PlackettLuce(mu=MU, sigma=SIGMA, beta=SIGMA / 2, tau=MU / 300)
@@ -75,6 +83,18 @@ def wire_rating(r: Rating) -> dict[str, Any]:
     }
 
 
+@dataclass(eq=False)
+class PairCheck:
+    """A rated game whose pair's count the store is asked for."""
+
+    room: Any
+    pair: tuple[Account, Account]
+    """The game's accounts (a new tuple per game: a rematch's check is another)."""
+    game_id: str
+    ended: tuple[str, Any, int] | None = None
+    """``(game id, outcome, at_ms)`` if the game ended before the answer."""
+
+
 class Ratings:
     """Decides which games are rated, rates them at their end, and tells the room."""
 
@@ -84,9 +104,11 @@ class Ratings:
         self.pair_per_day = pair_per_day
         self.bots: dict[str, Account] = {}
         """bot level -> its account (loaded at start)."""
-        self._pairs: dict[tuple[str, str, str], collections.deque[float]] = {}
         self.live: dict[int, tuple[Account, Account]] = {}
         """id(room) -> the two accounts of its rated game in progress."""
+        self.checking: dict[int, PairCheck] = {}
+        """id(room) -> the count of its pair's rated games, while the store is asked."""
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self, levels: dict[str, list[str]]) -> None:
         names = sorted({lvl for lvls in levels.values() for lvl in lvls})
@@ -129,18 +151,13 @@ class Ratings:
             return "not rated: both players need an account"
         if a is b:
             return "not rated: the same account on both seats"
-        key = (room.spec.name, *sorted((a.id, b.id)))
-        now = time.time()
-        times = self._pairs.setdefault(key, collections.deque())
-        while times and times[0] < now - 86_400:
-            times.popleft()
-        if len(times) >= self.pair_per_day:
-            return f"not rated: {a.name} and {b.name} played {self.pair_per_day} rated games today"
-        times.append(now)
-        if len(self._pairs) > 10_000:  # forget pairs with no rated game in the last 24 h
-            self._pairs = {k: v for k, v in self._pairs.items() if v and v[-1] >= now - 86_400}
-        self.live[id(room)] = (a, b)
+        pair = self.live[id(room)] = (a, b)
         record = getattr(room, "record", None)
+        check = PairCheck(room, pair, record.id if record else secrets.token_hex(8))
+        self.checking[id(room)] = check
+        task = asyncio.get_running_loop().create_task(self._count_pair(check))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
         if record is not None:  # with the game's first statements: rated after a restart too
             record.pending.append(
                 (
@@ -149,6 +166,66 @@ class Ratings:
                 )
             )
         return None
+
+    async def _count_pair(self, check: PairCheck) -> None:
+        """Count this game in ``rated_pairs``, then see whether it is among the pair's first
+        ``pair_per_day`` of the last 24 h (in the order of the rows: the same answer on every
+        node however their games interleave)."""
+        a, b = check.pair
+        room = check.room
+        lo, hi = sorted((a.id, b.id))
+        now = int(time.time() * 1000)
+        since = now - PAIR_WINDOW_MS
+        game = room.spec.name
+        rated = True
+        try:
+            await self.store.execute(
+                [
+                    (
+                        "DELETE FROM rated_pairs WHERE game = ? AND a = ? AND b = ? AND at_ms <= ?",
+                        (game, lo, hi, since),
+                    ),
+                    (
+                        "INSERT INTO rated_pairs (game_id, game, a, b, at_ms) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (check.game_id, game, lo, hi, now),
+                    ),
+                ]
+            )
+            first = await self.store.fetch(
+                "SELECT game_id FROM rated_pairs WHERE game = ? AND a = ? AND b = ? "
+                "AND at_ms > ? ORDER BY at_ms, game_id LIMIT ?",
+                (game, lo, hi, since, self.pair_per_day),
+            )
+            rated = any(row[0] == check.game_id for row in first)
+            if not rated:  # it does not count
+                await self.store.execute(
+                    [("DELETE FROM rated_pairs WHERE game_id = ?", (check.game_id,))]
+                )
+        except Exception:  # the store fails: the server is going down anyway
+            log.exception("the rated games of %s and %s could not be counted", a.name, b.name)
+        if self.checking.get(id(room)) is check:
+            del self.checking[id(room)]
+        ended = check.ended
+        if rated:
+            if ended is not None:  # the game ended first: rated now
+                self.store.submit(self._rate(room, check.pair, *ended))
+                self.announce(room)
+            return
+        why = f"not rated: {a.name} and {b.name} played {self.pair_per_day} rated games today"
+        if ended is None and self.live.get(id(room)) is check.pair:
+            del self.live[id(room)]
+            record = getattr(room, "record", None)
+            if record is not None and record.id == check.game_id:  # nor after a restart
+                record.pending.append(
+                    (
+                        "UPDATE games SET account0 = NULL, account1 = NULL WHERE id = ?",
+                        (check.game_id,),
+                    )
+                )
+            room._room_update(why)
+        elif ended is not None:
+            room._room_update(why)
 
     async def restore(self, rooms: Any) -> int:
         """After ``recover``: the rated games in progress are rated again (their accounts
@@ -186,6 +263,15 @@ class Ratings:
         pair = self.live.pop(id(room), None)
         if pair is None:
             return []
+        check = self.checking.get(id(room))
+        if check is not None and check.pair is pair:  # the count is not back: rated then
+            check.ended = (game_id, outcome, at_ms)
+            return []
+        return self._rate(room, pair, game_id, outcome, at_ms)
+
+    def _rate(
+        self, room: Any, pair: tuple[Account, Account], game_id: str, outcome: Any, at_ms: int
+    ) -> list[Op]:
         game = room.spec.name
         a, b = pair
         ra = a.ratings.setdefault(game, Rating())

@@ -14,12 +14,14 @@ databases, exact to compare, and what the wire already uses (``deadline_ms``).
 ``ratings``   one row per account and game (schema 2): OpenSkill mu and sigma, W/D/L.
 ``rated_games`` one row per account and rated game (schema 2): the rating before and after,
               for profiles and the rating-history plot.
+``rated_pairs`` one row per rated game of the last 24 hours (schema 3): its two accounts
+              (in sorted order), to limit rated games between the same pair on every node.
 ``schema_version`` a single row: the version of the schema in the file.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bump it with a new entry in ``MIGRATIONS`` (the SQL that takes version N-1 to N)."""
 
 _V1 = (
@@ -107,7 +109,18 @@ _V2 = (
     "ALTER TABLE games ADD COLUMN account1 TEXT",
 )
 
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2}
+_V3 = (
+    """CREATE TABLE rated_pairs (
+        game_id TEXT PRIMARY KEY,
+        game TEXT NOT NULL,
+        a TEXT NOT NULL,
+        b TEXT NOT NULL,
+        at_ms BIGINT NOT NULL
+    )""",
+    "CREATE INDEX rated_pairs_recent ON rated_pairs (game, a, b, at_ms)",
+)
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3}
 """version -> the statements that take the schema from version - 1 to it (0: empty)."""
 
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"

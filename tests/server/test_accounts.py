@@ -109,7 +109,10 @@ async def test_a_version_1_database_is_migrated_and_keeps_its_games(open_store, 
     account tables at the next start; nothing of it is lost."""
     store = await open_store()
     await store.execute(
-        [(f"DROP TABLE {t}", ()) for t in ("rated_games", "ratings", "accounts", "games")]
+        [
+            (f"DROP TABLE {t}", ())
+            for t in ("rated_pairs", "rated_games", "ratings", "accounts", "games")
+        ]
         + [(sql, ()) for sql in MIGRATIONS[1] if "games" in sql.split("(")[0]]
         + [
             ("UPDATE schema_version SET version = 1", ()),
@@ -133,7 +136,8 @@ async def test_a_version_1_database_is_migrated_and_keeps_its_games(open_store, 
     assert await again.fetch("SELECT id, code FROM games") == [("00000000000000aa", "ABCDEFGH")]
     assert await again.fetch("SELECT count(*) FROM accounts") == [(0,)]
     assert await again.fetch("SELECT account0, account1 FROM games") == [(None, None)]
-    assert SCHEMA_VERSION == 2 and set(MIGRATIONS) == {1, 2}
+    assert await again.fetch("SELECT count(*) FROM rated_pairs") == [(0,)]
+    assert SCHEMA_VERSION == 3 and set(MIGRATIONS) == {1, 2, 3}
 
 
 # -- registration and tokens, end to end ---------------------------------------------------
@@ -323,11 +327,7 @@ async def test_rated_games_between_one_pair_are_limited(make_harness, store_spec
     reply = await ca.call("create_room", game="stacko", options=SMALL, public=False, rated=True)
     code = reply["room"]
     await cb.call("join", room=code)
-    update = next(
-        f
-        for f in await _frames_until(ca, "state", code)
-        if f.get("type") == "room" and "not rated" in f.get("text", "")
-    )
+    update = await not_rated(ca, code)
     assert "played 1 rated games today" in update["text"]
     h.snap(code)
     await cb.call("resign", room=code)
@@ -336,9 +336,41 @@ async def test_rated_games_between_one_pair_are_limited(make_harness, store_spec
     assert not ca.pending("rating")
 
 
-async def _frames_until(c: Client, kind: str, code: str) -> list[dict]:
-    await c.expect(kind, room=code)
-    return [f for f in c.frames if f.get("room") == code]
+async def not_rated(c: Client, code: str) -> dict:
+    """The room's "not rated" update (it follows the start: the count is in the store)."""
+    for _ in range(500):
+        for f in c.frames:
+            if f.get("type") == "room" and f.get("room") == code and "not rated" in f["text"]:
+                return f
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"no 'not rated' update for room {code}: {c.frames[-5:]}")
+
+
+async def test_the_pair_limit_is_counted_in_the_store_across_restarts(make_harness, store_spec):
+    """The count of rated games between two accounts is the store's: a restarted server
+    (or another node) goes on from it (it was counted per process)."""
+    h1 = await make_harness(store=make_store(*store_spec), rated_pair_per_day=1)
+    tokens = [(await register(h1.server.port, n))[1]["token"] for n in ("Alice", "Bobby")]
+    ca, _ = await signed_in(h1, tokens[0], "Alice")
+    cb, _ = await signed_in(h1, tokens[1], "Bobby")
+    await play_rated(h1, ca, cb, resign=True)
+    assert await h1.server.store.fetch("SELECT count(*) FROM rated_pairs") == [(1,)]
+    await h1.server.shutdown(restart=True)
+    for c in (ca, cb):
+        await c.closed(5)
+    h1.clients.clear()
+    h2 = await make_harness(store=make_store(*store_spec), rated_pair_per_day=1)
+    ca, _ = await signed_in(h2, tokens[0], "Alice")
+    cb, _ = await signed_in(h2, tokens[1], "Bobby")
+    code = (await ca.call("create_room", options=SMALL, public=False, rated=True))["room"]
+    await cb.call("join", room=code)
+    assert "played 1 rated games today" in (await not_rated(ca, code))["text"]
+    h2.snap(code)
+    await cb.call("resign", room=code)
+    h2.snap(code)
+    await ca.barrier()
+    assert not ca.pending("rating")
+    assert await h2.server.store.fetch("SELECT count(*) FROM rated_pairs") == [(1,)]
 
 
 # -- challenges ----------------------------------------------------------------------------
