@@ -42,6 +42,10 @@ from stacko.server.store.base import Op, Store
 log = logging.getLogger("stacko.ratings")
 
 PAIR_WINDOW_MS = 86_400_000
+RATED_ROOM = 1
+"""``games.rated``: the game's room is rated, the game is not (a guest, the pair limit)."""
+RATED_GAME = 2
+"""``games.rated``: the game is rated, for ``account0`` and ``account1``."""
 MU = 1500.0
 SIGMA = 500.0
 MODEL = PlackettLuce(mu=MU, sigma=SIGMA, beta=SIGMA / 2, tau=MU / 300)
@@ -147,24 +151,32 @@ class Ratings:
         if not getattr(room, "rated", False):
             return None
         a, b = (self.account_of(p) for p in room.players)
+        why_not = None
         if a is None or b is None:
-            return "not rated: both players need an account"
-        if a is b:
-            return "not rated: the same account on both seats"
-        pair = self.live[id(room)] = (a, b)
+            why_not = "not rated: both players need an account"
+        elif a is b:
+            why_not = "not rated: the same account on both seats"
         record = getattr(room, "record", None)
+        if record is not None:  # with the game's first statements: the same after a restart
+            record.pending.append(
+                (
+                    "UPDATE games SET rated = ?, account0 = ?, account1 = ? WHERE id = ?",
+                    (
+                        RATED_ROOM if why_not else RATED_GAME,
+                        a.id if a is not None else None,
+                        b.id if b is not None else None,
+                        record.id,
+                    ),
+                )
+            )
+        if why_not is not None or a is None or b is None:
+            return why_not
+        pair = self.live[id(room)] = (a, b)
         check = PairCheck(room, pair, record.id if record else secrets.token_hex(8))
         self.checking[id(room)] = check
         task = asyncio.get_running_loop().create_task(self._count_pair(check))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        if record is not None:  # with the game's first statements: rated after a restart too
-            record.pending.append(
-                (
-                    "UPDATE games SET account0 = ?, account1 = ? WHERE id = ?",
-                    (a.id, b.id, record.id),
-                )
-            )
         return None
 
     async def _count_pair(self, check: PairCheck) -> None:
@@ -217,44 +229,51 @@ class Ratings:
             del self.live[id(room)]
             record = getattr(room, "record", None)
             if record is not None and record.id == check.game_id:  # nor after a restart
-                record.pending.append(
-                    (
-                        "UPDATE games SET account0 = NULL, account1 = NULL WHERE id = ?",
-                        (check.game_id,),
-                    )
+                self.store.submit(
+                    [("UPDATE games SET rated = ? WHERE id = ?", (RATED_ROOM, check.game_id))]
                 )
             room._room_update(why)
         elif ended is not None:
             room._room_update(why)
 
     async def restore(self, rooms: Any) -> int:
-        """After ``recover``: the rated games in progress are rated again (their accounts
-        and ratings loaded); returns how many."""
+        """After ``recover``: rated rooms are rated again, their players' seats show their
+        accounts, and the rated games in progress are rated again, for the accounts that
+        started them (loaded with their ratings); returns how many games."""
         by_id = {room.record.id: room for room in rooms if room.record is not None}
+        found = await self.store.fetch(
+            "SELECT id, rated, account0, account1 FROM games WHERE status = 'playing' "
+            "AND (rated IS NOT NULL OR account0 IS NOT NULL)"
+        )
         rows = await self.store.fetch(
             "SELECT g.id, a.id, a.name, a.kind, a.builtin FROM games g JOIN accounts a "
             "ON a.id = g.account0 OR a.id = g.account1 "
-            "WHERE g.status = 'playing' AND g.account0 IS NOT NULL"
+            "WHERE g.status = 'playing' AND (g.rated IS NOT NULL OR g.account0 IS NOT NULL)"
         )
         accounts: dict[str, dict[str, Account]] = {}
         for game_id, *row in rows:
+            if game_id not in by_id:
+                continue
             account = self.accounts._held(tuple(row))
             if not account.ratings:
                 await self.load(account)
             accounts.setdefault(game_id, {})[account.id] = account
-        found = await self.store.fetch(
-            "SELECT id, account0, account1 FROM games WHERE status = 'playing' "
-            "AND account0 IS NOT NULL"
-        )
         restored = 0
-        for game_id, a0, a1 in found:
+        for game_id, rated, a0, a1 in found:
             room = by_id.get(game_id)
-            held = accounts.get(game_id, {})
-            if room is None or a0 not in held or a1 not in held:
+            if room is None:
                 continue
+            held = accounts.get(game_id, {})
             room.rated = True
-            self.live[id(room)] = (held[a0], held[a1])
-            restored += 1
+            seats = (held.get(a0) if a0 else None, held.get(a1) if a1 else None)
+            for player, seated in zip(room.players, seats, strict=True):
+                if player is not None and player.bot is None and seated is not None:
+                    player.account = seated.kind
+            a, b = seats
+            # A game from schema 2 has no ``rated``: its accounts were set only if rated.
+            if (RATED_GAME if rated is None else rated) == RATED_GAME and a and b:
+                self.live[id(room)] = (a, b)
+                restored += 1
         return restored
 
     def finished(self, room: Any, game_id: str, outcome: Any, at_ms: int) -> list[Op]:

@@ -15,7 +15,8 @@ databases, exact to compare, and what the wire already uses (``deadline_ms``).
 ``rated_games`` one row per account and rated game (schema 2): the rating before and after,
               for profiles and the rating-history plot.
 ``rated_pairs`` one row per rated game of the last 24 hours (schema 3): its two accounts
-              (in sorted order), to limit rated games between the same pair on every node.
+              (in sorted order), to limit rated games between the same pair on every node;
+              and ``games.rated`` (schema 3): whether a rated room's game is rated.
 ``schema_version`` a single row: the version of the schema in the file.
 """
 
@@ -118,6 +119,9 @@ _V3 = (
         at_ms BIGINT NOT NULL
     )""",
     "CREATE INDEX rated_pairs_recent ON rated_pairs (game, a, b, at_ms)",
+    # A rated room's game: 1 (the room is rated, the game is not), 2 (the game is rated);
+    # account0 and account1 are then its seats' accounts. After a restart, the same.
+    "ALTER TABLE games ADD COLUMN rated INTEGER",
 )
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3}

@@ -551,6 +551,57 @@ async def test_a_rated_game_interrupted_by_a_restart_is_still_rated(make_harness
     assert rating["changes"][0]["name"] == "Alice" and rating["changes"][0]["delta"] > 0
 
 
+async def test_a_restored_rated_room_keeps_its_accounts(make_harness, store_spec):
+    """After a restart the room still shows which seats are accounts, and the game is
+    credited to the accounts that started it, even to players that come back with their
+    session token alone; a rated room whose game was not rated (the pair limit) is still a
+    rated room."""
+    h1 = await make_harness(store=make_store(*store_spec), rated_pair_per_day=1)
+    tokens = [(await register(h1.server.port, n))[1]["token"] for n in ("Alice", "Bobby")]
+    ca, _ = await signed_in(h1, tokens[0], "Alice")
+    cb, _ = await signed_in(h1, tokens[1], "Bobby")
+    code = (await ca.call("create_room", options=SMALL, public=False, rated=True))["room"]
+    await cb.call("join", room=code)
+    h1.snap(code)
+    other = (await ca.call("create_room", options=SMALL, public=False, rated=True))["room"]
+    await cb.call("join", room=other)
+    await not_rated(ca, other)  # the pair's one rated game of the day is the first
+    h1.snap(other)
+    sessions = [ca.token, cb.token]
+    await h1.server.shutdown(restart=True)
+    for c in (ca, cb):
+        await c.closed(5)
+    h1.clients.clear()
+    h2 = await make_harness(store=make_store(*store_spec), rated_pair_per_day=1)
+    hub = h2.server.hub
+    assert h2.server.restored == 2
+    assert hub.rooms[code].rated and hub.rooms[other].rated
+    back = []
+    for session, name in zip(sessions, ("Alice", "Bobby"), strict=True):
+        c = await h2.client(name, hello=False)
+        welcome = await c.call("hello", protocol=1, name=name, token=session)
+        assert welcome["resumed"] and "account" not in welcome
+        c.token = welcome["session"]
+        for room in (code, other):
+            await c.expect("state", room=room)
+        back.append(c)
+    info = hub.rooms[code].info()
+    assert [p.get("account") for p in info["players"]] == ["human", "human"], info
+    h2.snap(code)
+    h2.snap(other)
+    await back[0].call("resign", room=code)
+    h2.snap(code)
+    rating = await back[1].expect("rating", room=code)
+    assert [(c["name"], c["delta"] > 0) for c in rating["changes"]] == [
+        ("Alice", False),
+        ("Bobby", True),
+    ]
+    await back[0].call("resign", room=other)
+    h2.snap(other)
+    await back[1].barrier()
+    assert not back[1].pending("rating")
+
+
 async def test_a_revoked_account_does_not_live_on_in_its_session_token(make_harness, store_spec):
     """Revoking ends the connection, and the session token alone does not sign the account
     in again: the session resumes as a guest (review finding: it kept the account)."""
