@@ -124,15 +124,20 @@ class Ratings:
                 self.bots[name] = account
 
     async def load(self, account: Account) -> None:
-        """Every rating of ``account`` into memory (at its ``hello``; bots at start)."""
+        """Every rating of ``account`` into memory (at its ``hello``, bots at start, and at
+        each rated game's start: another node may have rated it since). A rating is taken
+        from the store only if it counts more games than the one in memory (which may be
+        newer than the store's for a moment: committed with the game's result)."""
         rows = await self.store.fetch(
             "SELECT game, mu, sigma, games, wins, draws, losses FROM ratings WHERE account_id = ?",
             (account.id,),
         )
         for game, mu, sigma, games, w, d, lost in rows:
-            account.ratings[game] = Rating(
-                float(mu), float(sigma), int(games), int(w), int(d), int(lost)
-            )
+            held = account.ratings.get(game)
+            if held is None or int(games) > held.games:
+                account.ratings[game] = Rating(
+                    float(mu), float(sigma), int(games), int(w), int(d), int(lost)
+                )
 
     def account_of(self, player: Any) -> Account | None:
         if player is None:
@@ -214,6 +219,10 @@ class Ratings:
                 await self.store.execute(
                     [("DELETE FROM rated_pairs WHERE game_id = ?", (check.game_id,))]
                 )
+            else:  # rated from the accounts' latest ratings (another node's games too)
+                for account in (a, b):
+                    if not account.builtin:
+                        await self.load(account)
         except Exception:  # the store fails: the server is going down anyway
             log.exception("the rated games of %s and %s could not be counted", a.name, b.name)
         if self.checking.get(id(room)) is check:

@@ -77,7 +77,8 @@ return redis.call('ZCARD', KEYS[1])
 """
 """Quick match, atomically: pop the oldest live ticket that is not the caller's session's
 (tickets of dead nodes are dropped on the way) and return it, or enqueue the caller's ticket
-and return the queue's length. Tickets are ``node|conn|token hash|nonce|game|name``."""
+and return the queue's length. Tickets are ``node|conn|token hash|nonce|game|account|name``
+(``account``: ``id:kind`` of a signed-in session, else empty)."""
 
 
 NODES = "stacko:nodes"

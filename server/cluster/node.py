@@ -678,7 +678,11 @@ class ClusterNode:
         if not self.codes:  # a burst used the codes claimed ahead: claim more first
             await self._refill_codes()
         mine = keys.token_hash(session.token)
-        ticket = f"{self.node_id}|{conn}|{mine}|{next(self._ids)}|{msg.game}|{session.name}"
+        acct = session.account
+        signed = f"{acct.id}:{acct.kind}" if acct is not None else ""
+        ticket = (
+            f"{self.node_id}|{conn}|{mine}|{next(self._ids)}|{msg.game}|{signed}|{session.name}"
+        )
         mine_t = self.tickets[conn] = Ticket(session, ticket, msg.game, msg.id)
         try:
             found = await self._match(
@@ -699,7 +703,7 @@ class ClusterNode:
             del self.tickets[conn]
         session.queued_for = None
         other = found.decode()
-        node, oconn, ohash, _, _, oname = other.split("|", 5)
+        node, oconn, ohash, _, _, osigned, oname = self._ticket_fields(other)
         try:
             room = self.hub._new_room(
                 msg.game, {}, False, clock_ms=self.hub.config.quick_match_clock_ms, quick=True
@@ -707,6 +711,7 @@ class ClusterNode:
         except ProtocolError:
             self.command("zadd", keys.queue(msg.game), {other: 0})  # first in line again
             raise
+        room.rated = True  # rated when both are accounts, as on one node (server.ratings)
         hub = self.hub
         if node == self.node_id:
             opeer = self.local.get(int(oconn))
@@ -724,6 +729,10 @@ class ClusterNode:
                 known = self.by_hash[ohash] = Session(f"?{ohash}", oname)
             osession = known
             osession.peer = opeer
+            link = self.hub.accounts
+            if link is not None:  # the account its node signed it in as (ticket: id:kind)
+                aid, _, kind = osigned.partition(":")
+                osession.account = link.remote_account([aid, oname, kind, False] if aid else None)
             self.remote_sessions[opeer] = osession
             self.post_item(node, ["matched", int(oconn), self.node_id])
         pair = ((opeer, osession, None), (peer, session, msg.id))
@@ -732,6 +741,15 @@ class ClusterNode:
         for s, (p, _, rid) in enumerate(pair):
             p.send(room.joined_frame(s, rid, starting=True))
         room.start()
+
+    @staticmethod
+    def _ticket_fields(ticket: str) -> list[str]:
+        """``node|conn|hash|nonce|game|account|name`` (``account``: ``id:kind`` or empty);
+        a ticket of a node from before accounts has no ``account``."""
+        fields = ticket.split("|", 6)
+        if len(fields) == 6:
+            fields.insert(5, "")
+        return fields
 
     async def _cancel(self, peer: Peer, session: Session, msg: messages.CancelMatch) -> None:
         conn = self.conn_ids.get(peer)

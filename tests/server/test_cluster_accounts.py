@@ -231,3 +231,37 @@ async def test_revoking_or_rotating_on_one_node_ends_the_sessions_on_another_at_
                 await asyncio.to_thread(proc.wait, 20)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+async def test_quick_match_across_nodes_is_rated_from_the_latest_ratings(
+    nodes, redis_server, store_spec
+):
+    """A quick match of two accounts on different nodes is rated (it was not: the remote
+    seat had no account), and a rated game on one node starts from the ratings another node
+    wrote (it used those the node had loaded at ``hello``)."""
+    ns = nodes()
+    await ns.start(redis_server.url, store_spec, 2)
+    n0, n1 = ns.nodes
+    ta, tb = await accounts(n0.port, "Alice", "Bobby")
+    ca = await ns.signed_in(0, ta, "Alice")
+    cb = await ns.signed_in(1, tb, "Bobby")
+    assert (await ca.call("quick_match", game="stacko"))["type"] == "queued"
+    joined = await cb.call("quick_match", game="stacko")
+    assert joined["type"] == "joined", joined
+    code = joined["room"]
+    assert code in n1.hub.rooms  # paired by Bobby's node
+    info = (await ca.expect("joined", room=code))["info"]
+    assert [p.get("account") for p in info["players"]] == ["human", "human"]
+    await ca.expect("state", room=code)
+    assert (await ca.call("resign", room=code))["type"] != "error"
+    first = await cb.expect("rating", room=code)
+    after = {c["name"]: c["after"] for c in first["changes"]}
+    assert after["Bobby"] > 1500 > after["Alice"]
+    # A rated room on Alice's node: it starts from what Bobby's node wrote.
+    room = (await ca.call("create_room", options=SMALL, public=False, rated=True))["room"]
+    assert (await cb.call("join", room=room))["type"] == "joined"
+    await cb.expect("state", room=room)
+    assert (await cb.call("resign", room=room))["type"] != "error"
+    second = await ca.expect("rating", room=room)
+    before = {c["name"]: c["before"] for c in second["changes"]}
+    assert before == after, (before, after)
