@@ -127,6 +127,17 @@ async def test_challenges_between_nodes(nodes, redis_server, store_spec):
     assert (await ca.expect("challenge_over", challenge=sent["challenge"]))["reason"] == "declined"
     again = await cb2.call("accept_challenge", challenge=seen["challenge"])
     assert again["code"] == "unknown_challenge"
+    # Accepted through the third node: the room is on Bobby's first node, played from both.
+    sent = await ca.call("challenge", to="Bobby", game="stacko", options=SMALL)
+    seen = await cb.expect("challenged", challenge=sent["challenge"])
+    joined = await cb2.call("accept_challenge", challenge=seen["challenge"])
+    assert joined["type"] == "joined" and joined["seat"] == 1, joined
+    code = joined["room"]
+    assert code in n1.hub.rooms and not n1.hub.rooms[code].rated
+    await ca.expect("joined", room=code)
+    await cb2.expect("state", room=code)
+    assert (await cb2.call("resign", room=code))["type"] != "error"
+    await ca.expect("state", room=code, seq=2)
     await cb2.close()
     # Timed out on Bobby's node: both sides are told.
     sent = await ca.call("challenge", to="Bobby", game="stacko")
