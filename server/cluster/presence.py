@@ -4,9 +4,9 @@ on another node, and a rotated or revoked token ending that account's sessions o
 Presence: one hash per account name, ``stacko:online:{normalized name}``: node -> how many
 connected sessions there are signed in as it. A node writes its field in its flush pipeline
 when the count changes (deferred to the flush: the count is taken once the welcome has set
-the connection), rewrites every field with its lease, and on a fresh start deletes what its
-previous run wrote (``stacko:onlineby:{node}``). Readers skip the fields of nodes whose lease
-has expired, so a dead node's presence disappears with it.
+the connection), rewrites them all whenever it (re)takes its lease, and on a fresh start
+drops what its previous run wrote (``stacko:onlineby:{node}``). Readers skip (and delete)
+the fields of nodes whose lease has expired: a dead node's presence disappears with it.
 
 Challenges: a ``challenge`` to an account that is not online on the challenger's node is
 forwarded, as a request (like a move for another node's room), to a node where it is
@@ -61,8 +61,7 @@ class Presence:
         link = self.node.hub.accounts
         count = link.online_count(name) if link is not None else 0
         if count:
-            pipe.hset(keys.online(name), node_id, count)
-            pipe.expire(keys.online(name), keys.SESSION_TTL_S)
+            pipe.hset(keys.online(name), node_id, count)  # no expiry: online for days too
             if name not in self.written:
                 self.written.add(name)
                 pipe.sadd(keys.online_names(node_id), name)
@@ -106,6 +105,9 @@ class Presence:
         for node in nodes:
             pipe.exists(keys.lease(node))
         alive = await pipe.execute()
+        dead = [n for n, ok in zip(nodes, alive, strict=True) if not ok]
+        if dead:  # a node that never comes back leaves nothing behind
+            self.node.command("hdel", keys.online(name), *dead)
         return [n for n, ok in zip(nodes, alive, strict=True) if ok]
 
     # -- challenges ----------------------------------------------------------------------
