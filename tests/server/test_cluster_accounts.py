@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from redis.exceptions import RedisError
 from stacko_wire import Client
 from test_accounts import SMALL, http, register
 
@@ -276,3 +277,27 @@ async def test_quick_match_across_nodes_is_rated_from_the_latest_ratings(
     second = await ca.expect("rating", room=room)
     before = {c["name"]: c["before"] for c in second["changes"]}
     assert before == after, (before, after)
+
+
+async def test_presence_comes_back_with_an_emptied_redis(nodes, redis_server, store_spec):
+    """Redis restarts empty: each node writes its accounts' presence again with its lease,
+    and a challenge finds the account on the other node again."""
+    ns = nodes()
+    await ns.start(redis_server.url, store_spec, 2)
+    n0, _ = ns.nodes
+    ta, tb = await accounts(n0.port, "Alice", "Bobby")
+    ca = await ns.signed_in(0, ta, "Alice")
+    cb = await ns.signed_in(1, tb, "Bobby")
+    await online_on(n0, "bobby", 1)
+    redis_server.kill()
+    redis_server.start()
+    for _ in range(200):  # bounded: until a lease round has re-asserted both nodes
+        try:
+            if len(await n0.cluster.presence.nodes_of("bobby")) == 1 and n0.cluster.up:
+                break
+        except (OSError, RedisError):
+            pass
+        await asyncio.sleep(0.05)
+    sent = await ca.call("challenge", to="Bobby", game="stacko")
+    assert sent["type"] == "challenge_sent", sent
+    await cb.expect("challenged", challenge=sent["challenge"])
