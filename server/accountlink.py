@@ -77,6 +77,10 @@ class AccountLink:
         have signed out or expired since: checked, and dropped, when looked at)."""
         self._loading: dict[str, asyncio.Task[None]] = {}
         """Account id -> the loading of the ratings of an account met in a forwarded request."""
+        self._kicks = 0
+        self._kicked: dict[str, int] = {}
+        """Account id -> the number of the last kick of it (a ``hello`` whose check began
+        before it must not sign in: its store read may be from before the change)."""
         accounts.kick = self.kick
 
     # -- hello -------------------------------------------------------------------------
@@ -88,10 +92,14 @@ class AccountLink:
 
     async def _check(self, peer: Any, msg: messages.Hello, placeholder: Any) -> None:
         assert msg.account is not None
+        began = self._kicks
         try:
             account = await self.accounts.authenticate(msg.account)
             if account is not None:
                 await self.ratings.load(account)
+            if account is not None and self._kicked.get(account.id, -1) >= began:
+                account = None  # rotated or revoked while it was read: read again
+                account = await self.accounts.authenticate(msg.account)
         except Exception:
             log.exception("account check failed")
             account = None
@@ -199,6 +207,11 @@ class AccountLink:
         """Its connections here end now, and its sessions here are guests from now on (a
         session token must not keep an account signed in past its token, even one in its
         reconnect grace). A rare event: a scan of the sessions (forwarded ones too)."""
+        self._kicked[account_id] = self._kicks
+        self._kicks += 1
+        if len(self._kicked) > 4096:  # only checks in flight need them: a few seconds' worth
+            keep = self._kicks - 1024
+            self._kicked = {a: n for a, n in self._kicked.items() if n >= keep}
         for session in list(self.hub.sessions.values()):
             account = session.account
             if account is None or account.id != account_id:

@@ -602,6 +602,35 @@ async def test_a_restored_rated_room_keeps_its_accounts(make_harness, store_spec
     assert not back[1].pending("rating")
 
 
+async def test_a_token_revoked_while_its_hello_is_checked_does_not_sign_in(
+    make_harness, store_spec
+):
+    """The ``hello`` read the token before the revocation, and its welcome would come
+    after the revocation's sign-out: it must not sign in (it did)."""
+    h = await make_harness(store=make_store(*store_spec))
+    _, body = await register(h.server.port, "Dave")
+    accounts = h.server.accounts
+    real = accounts.authenticate
+    read, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(token):
+        found = await real(token)
+        if not read.is_set():  # the hello's read: held until the token is revoked
+            read.set()
+            await release.wait()
+        return found
+
+    accounts.authenticate = slow
+    c = await h.client("d", hello=False)
+    rid = await c.request("hello", protocol=1, name="d", account=body["token"])
+    await read.wait()
+    status, _ = await http(h.server.port, "/api/accounts/revoke", "POST", body["token"])
+    assert status == 200
+    release.set()
+    answer = await c.expect(id=rid)
+    assert answer["type"] == "error" and answer["code"] == "bad_account", answer
+
+
 async def test_a_revoked_account_does_not_live_on_in_its_session_token(make_harness, store_spec):
     """Revoking ends the connection, and the session token alone does not sign the account
     in again: the session resumes as a guest (review finding: it kept the account)."""
