@@ -17,9 +17,10 @@ defaults 25, 25/3, 25/6, 25/300, times 60).
   outcome already says so).
 - At most ``pair_per_day`` rated games between the same two accounts in 24 hours, counted
   in the store (``rated_pairs``: shared by every node, kept across restarts); further games
-  between them are played unrated, and the room says so. The count is asked when the game
-  starts (the start does not wait for it): a game that ends before the answer is rated, or
-  not, once it is back.
+  between them are played unrated, and the room says so. The start does not wait for the
+  store: it decides by what this node knows (its own games, and the store's count as of the
+  pair's last game here), and the store's answer, a moment later, makes a game that turns
+  out to be one too many unrated while it plays.
 - The new ratings are written in the same transaction as the game's result (the
   recorder's last batch), so a crash never keeps one without the other.
 """
@@ -95,8 +96,8 @@ class PairCheck:
     pair: tuple[Account, Account]
     """The game's accounts (a new tuple per game: a rematch's check is another)."""
     game_id: str
-    ended: tuple[str, Any, int] | None = None
-    """``(game id, outcome, at_ms)`` if the game ended before the answer."""
+    key: tuple[str, str, str]
+    """(game, account id, account id), the ids sorted."""
 
 
 class Ratings:
@@ -110,6 +111,7 @@ class Ratings:
         """bot level -> its account (loaded at start)."""
         self.live: dict[int, tuple[Account, Account]] = {}
         """id(room) -> the two accounts of its rated game in progress."""
+        self._pairs: dict[tuple[str, str, str], dict[str, int]] = {}
         self.checking: dict[int, PairCheck] = {}
         """id(room) -> the count of its pair's rated games, while the store is asked."""
         self._tasks: set[asyncio.Task[None]] = set()
@@ -174,20 +176,49 @@ class Ratings:
                     ),
                 )
             )
+        if why_not is None and a is not None and b is not None:
+            game_id = record.id if record is not None else secrets.token_hex(8)
+            key = (room.spec.name, *sorted((a.id, b.id)))
+            times = self._known(key)
+            if len(times) >= self.pair_per_day:
+                why_not = self._over(a, b)
+                if record is not None:
+                    record.pending.append(
+                        ("UPDATE games SET rated = ? WHERE id = ?", (RATED_ROOM, record.id))
+                    )
         if why_not is not None or a is None or b is None:
             return why_not
+        times[game_id] = int(time.time() * 1000)
         pair = self.live[id(room)] = (a, b)
-        check = PairCheck(room, pair, record.id if record else secrets.token_hex(8))
+        check = PairCheck(room, pair, game_id, key)
         self.checking[id(room)] = check
         task = asyncio.get_running_loop().create_task(self._count_pair(check))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return None
 
+    def _over(self, a: Account, b: Account) -> str:
+        return f"not rated: {a.name} and {b.name} played {self.pair_per_day} rated games today"
+
+    def _known(self, key: tuple[str, str, str]) -> dict[str, int]:
+        """What this node knows of the pair's rated games of the last 24 h (game id ->
+        start, ms): its own, and the store's rows as of its last count of the pair."""
+        since = int(time.time() * 1000) - PAIR_WINDOW_MS
+        times = self._pairs.get(key)
+        if times is None:
+            times = self._pairs[key] = {}
+        for gid in [g for g, at in times.items() if at <= since]:
+            del times[gid]
+        if len(self._pairs) > 10_000:  # forget pairs with no rated game in the last 24 h
+            self._pairs = {k: v for k, v in self._pairs.items() if v or k == key}
+        return times
+
     async def _count_pair(self, check: PairCheck) -> None:
         """Count this game in ``rated_pairs``, then see whether it is among the pair's first
         ``pair_per_day`` of the last 24 h (in the order of the rows: the same answer on every
-        node however their games interleave)."""
+        node however their games interleave). A game still playing that is not is played
+        unrated from then on; one that ended first stays rated (only games of this pair
+        started elsewhere, or before a restart, that this node did not know of yet)."""
         a, b = check.pair
         room = check.room
         lo, hi = sorted((a.id, b.id))
@@ -209,13 +240,17 @@ class Ratings:
                     ),
                 ]
             )
-            first = await self.store.fetch(
-                "SELECT game_id FROM rated_pairs WHERE game = ? AND a = ? AND b = ? "
-                "AND at_ms > ? ORDER BY at_ms, game_id LIMIT ?",
-                (game, lo, hi, since, self.pair_per_day),
+            rows = await self.store.fetch(
+                "SELECT game_id, at_ms FROM rated_pairs WHERE game = ? AND a = ? AND b = ? "
+                "AND at_ms > ? ORDER BY at_ms, game_id",
+                (game, lo, hi, since),
             )
+            first = rows[: self.pair_per_day]
             rated = any(row[0] == check.game_id for row in first)
+            times = self._known(check.key)
+            times.update((str(g), int(at)) for g, at in rows)
             if not rated:  # it does not count
+                times.pop(check.game_id, None)
                 await self.store.execute(
                     [("DELETE FROM rated_pairs WHERE game_id = ?", (check.game_id,))]
                 )
@@ -227,23 +262,20 @@ class Ratings:
             log.exception("the rated games of %s and %s could not be counted", a.name, b.name)
         if self.checking.get(id(room)) is check:
             del self.checking[id(room)]
-        ended = check.ended
         if rated:
-            if ended is not None:  # the game ended first: rated now
-                self.store.submit(self._rate(room, check.pair, *ended))
-                self.announce(room)
             return
-        why = f"not rated: {a.name} and {b.name} played {self.pair_per_day} rated games today"
-        if ended is None and self.live.get(id(room)) is check.pair:
+        if self.live.get(id(room)) is check.pair:
             del self.live[id(room)]
             record = getattr(room, "record", None)
             if record is not None and record.id == check.game_id:  # nor after a restart
                 self.store.submit(
                     [("UPDATE games SET rated = ? WHERE id = ?", (RATED_ROOM, check.game_id))]
                 )
-            room._room_update(why)
-        elif ended is not None:
-            room._room_update(why)
+            room._room_update(self._over(a, b))
+        else:
+            log.warning(
+                "a rated game of %s and %s ended before their count was back", a.name, b.name
+            )
 
     async def restore(self, rooms: Any) -> int:
         """After ``recover``: rated rooms are rated again, their players' seats show their
@@ -290,10 +322,6 @@ class Ratings:
         change is kept on the room (``rating_change``) for the frame that follows."""
         pair = self.live.pop(id(room), None)
         if pair is None:
-            return []
-        check = self.checking.get(id(room))
-        if check is not None and check.pair is pair:  # the count is not back: rated then
-            check.ended = (game_id, outcome, at_ms)
             return []
         return self._rate(room, pair, game_id, outcome, at_ms)
 
