@@ -75,8 +75,6 @@ class AccountLink:
         self.by_name: dict[str, set[Any]] = {}
         """Normalized account name -> the sessions of this node signed in as it (some may
         have signed out or expired since: checked, and dropped, when looked at)."""
-        self._loading: dict[str, asyncio.Task[None]] = {}
-        """Account id -> the loading of the ratings of an account met in a forwarded request."""
         self._kicks = 0
         self._kicked: dict[str, int] = {}
         """Account id -> the number of the last kick of it (a ``hello`` whose check began
@@ -182,7 +180,7 @@ class AccountLink:
         account = self.accounts._held((signed[0], signed[1], signed[2], bool(signed[3])))
         if not known:
             task = asyncio.get_running_loop().create_task(self._load(account))
-            self._loading[account.id] = task
+            self.ratings.loading[account.id] = task
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         return account
@@ -193,7 +191,7 @@ class AccountLink:
         except Exception:
             log.exception("the ratings of %s could not be loaded", account.name)
         finally:
-            self._loading.pop(account.id, None)
+            self.ratings.loading.pop(account.id, None)
 
     def kick(self, account_id: str) -> None:
         """The account's token changed (rotated, revoked): its sessions end here and, on a
@@ -377,9 +375,9 @@ class AccountLink:
             self._over(c, "cancelled", answer=(peer, msg.id))
             return
         loading = [
-            self._loading[a.id]
+            self.ratings.loading[a.id]
             for a in (c.by.account, session.account)
-            if a is not None and a.id in self._loading
+            if a is not None and a.id in self.ratings.loading
         ]
         if c.rated and loading:  # an account from another node: its ratings first
             task = asyncio.get_running_loop().create_task(

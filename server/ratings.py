@@ -112,6 +112,9 @@ class Ratings:
         self.live: dict[int, tuple[Account, Account]] = {}
         """id(room) -> the two accounts of its rated game in progress."""
         self._pairs: dict[tuple[str, str, str], dict[str, int]] = {}
+        self.loading: dict[str, asyncio.Task[None]] = {}
+        """Account id -> the loading of its ratings, for an account met in a request another
+        node forwarded (no game is rated from ratings not loaded yet)."""
         self.checking: dict[int, PairCheck] = {}
         """id(room) -> the count of its pair's rated games, while the store is asked."""
         self._tasks: set[asyncio.Task[None]] = set()
@@ -323,7 +326,28 @@ class Ratings:
         pair = self.live.pop(id(room), None)
         if pair is None:
             return []
+        loading = [self.loading[a.id] for a in pair if a.id in self.loading]
+        if loading:  # an account met a moment ago on another node: rated once it is loaded
+            task = asyncio.get_running_loop().create_task(
+                self._rate_later(room, pair, game_id, outcome, at_ms, loading)
+            )
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return []
         return self._rate(room, pair, game_id, outcome, at_ms)
+
+    async def _rate_later(
+        self,
+        room: Any,
+        pair: tuple[Account, Account],
+        game_id: str,
+        outcome: Any,
+        at_ms: int,
+        loading: list[asyncio.Task[None]],
+    ) -> None:
+        await asyncio.wait(loading)
+        self.store.submit(self._rate(room, pair, game_id, outcome, at_ms))
+        self.announce(room)
 
     def _rate(
         self, room: Any, pair: tuple[Account, Account], game_id: str, outcome: Any, at_ms: int

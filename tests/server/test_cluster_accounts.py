@@ -301,3 +301,53 @@ async def test_presence_comes_back_with_an_emptied_redis(nodes, redis_server, st
     sent = await ca.call("challenge", to="Bobby", game="stacko")
     assert sent["type"] == "challenge_sent", sent
     await cb.expect("challenged", challenge=sent["challenge"])
+
+
+async def test_a_remote_accounts_game_is_rated_from_its_loaded_rating(
+    nodes, redis_server, store_spec
+):
+    """A quick match seats an account from another node: its ratings are read from the
+    store as it arrives; a game over before they are in is rated once they are (it was rated
+    from the default rating, overwriting the account's)."""
+    ns = nodes()
+    await ns.start(redis_server.url, store_spec, 2)
+    n0, n1 = ns.nodes
+    ta, tb = await accounts(n0.port, "Alice", "Bobby")
+    (alice_id,) = (await n0.store.fetch("SELECT id FROM accounts WHERE name = 'Alice'"))[0]
+    await n0.store.execute(
+        [
+            (
+                "INSERT INTO ratings (account_id, game, mu, sigma, games, wins, draws, losses, "
+                "updated_ms) VALUES (?, 'stacko', 1700.0, 300.0, 12, 12, 0, 0, 1)",
+                (alice_id,),
+            )
+        ]
+    )
+    ratings = n1.ratings
+    real = ratings.load
+    release = asyncio.Event()
+
+    async def held(account):
+        if account.id == alice_id:
+            await release.wait()
+        await real(account)
+
+    ratings.load = held
+    ca = await ns.signed_in(0, ta, "Alice")
+    cb = await ns.signed_in(1, tb, "Bobby")
+    assert (await ca.call("quick_match", game="stacko"))["type"] == "queued"
+    joined = await cb.call("quick_match", game="stacko")
+    code = joined["room"]
+    assert code in n1.hub.rooms
+    await cb.expect("state", room=code)
+    over = await cb.call("resign", room=code)
+    assert over["view"]["outcome"] is not None, over  # over, Alice's ratings not in yet
+    release.set()
+    rating = await ca.expect("rating", room=code)
+    alice = next(c for c in rating["changes"] if c["name"] == "Alice")
+    assert alice["before"] == 1700 and alice["after"] > 1700, rating
+    await n1.store.flush()
+    rows = await n0.store.fetch(
+        "SELECT games, wins FROM ratings WHERE account_id = ? AND game = 'stacko'", (alice_id,)
+    )
+    assert rows == [(13, 13)]
