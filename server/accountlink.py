@@ -12,7 +12,11 @@ Challenges: ``challenge`` names an online account; it sees a ``challenged`` fram
 ``challenge_timeout_s`` to answer. ``accept_challenge`` starts a private room (the
 challenger in seat 0), ``decline_challenge`` and the timeout end it with ``challenge_over``
 on both sides. A session may have ``MAX_OUTGOING`` challenges waiting, an account
-``MAX_INCOMING``.
+``MAX_INCOMING`` (per node). On a cluster, a challenge to an account online on another
+node, and an answer to a challenge another node holds, go there (``cluster.presence``).
+
+Online accounts are found by name in ``by_name`` (normalized name -> the sessions signed in
+as it), never by a scan of the sessions.
 """
 
 from __future__ import annotations
@@ -68,6 +72,13 @@ class AccountLink:
         self._tasks: set[asyncio.Task[None]] = set()
         self._started: dict[int, Any] = {}
         self._sweep: Timer | None = None
+        self.by_name: dict[str, set[Any]] = {}
+        """Normalized account name -> the sessions of this node signed in as it (some may
+        have signed out or expired since: checked, and dropped, when looked at)."""
+        self._kicks = 0
+        self._kicked: dict[str, int] = {}
+        """Account id -> the number of the last kick of it (a ``hello`` whose check began
+        before it must not sign in: its store read may be from before the change)."""
         accounts.kick = self.kick
 
     # -- hello -------------------------------------------------------------------------
@@ -79,10 +90,14 @@ class AccountLink:
 
     async def _check(self, peer: Any, msg: messages.Hello, placeholder: Any) -> None:
         assert msg.account is not None
+        began = self._kicks
         try:
             account = await self.accounts.authenticate(msg.account)
             if account is not None:
                 await self.ratings.load(account)
+            if account is not None and self._kicked.get(account.id, -1) >= began:
+                account = None  # rotated or revoked while it was read: read again
+                account = await self.accounts.authenticate(msg.account)
         except Exception:
             log.exception("account check failed")
             account = None
@@ -114,25 +129,96 @@ class AccountLink:
                 peer.send(frames.from_exception(exc, room=getattr(m, "room", None)))
 
     def signed_in(self, session: Any) -> None:
-        """A session signed in as ``session.account`` (nothing to index: lookups scan the
-        sessions, which ``max`` limits keep few per node)."""
+        """A session is (again) signed in as ``session.account`` on a connection."""
+        name = normalize(session.account.name)
+        self.by_name.setdefault(name, set()).add(session)
+        self._prune(name)
+        if len(self.by_name) > 2 * len(self.hub.sessions) + 1024:
+            for other in list(self.by_name):
+                self._prune(other)
+        self._changed(name)
 
-    def _sessions_of(self, account_id: str) -> list[Any]:
-        return [
+    def _prune(self, name: str) -> list[Any]:
+        """The sessions signed in as ``name`` (forgetting those that are not any more)."""
+        sessions = self.by_name.get(name)
+        if sessions is None:
+            return []
+        live = self.hub.sessions
+        for s in [
             s
-            for s in self.hub.sessions.values()
-            if s.account is not None and s.account.id == account_id
-        ]
+            for s in sessions
+            if s.account is None
+            or normalize(s.account.name) != name
+            or (s.peer is None and live.get(s.token) is not s)
+        ]:
+            sessions.discard(s)
+        if not sessions:
+            del self.by_name[name]
+        return list(sessions)
+
+    def _online(self, name: str) -> list[Any]:
+        return [s for s in self._prune(name) if s.peer is not None]
+
+    def online_count(self, name: str) -> int:
+        """Connected sessions signed in as ``name`` here (the cluster's presence)."""
+        return len(self._online(name))
+
+    def online_names(self) -> list[str]:
+        return [name for name in list(self.by_name) if self._online(name)]
+
+    def _changed(self, name: str) -> None:
+        cluster = self.hub.cluster
+        if cluster is not None:
+            cluster.presence.changed(name)
+
+    def remote_account(self, signed: Any) -> Account | None:
+        """The account a forwarded request's node has its session signed in as; its
+        ratings are loaded the first time this node meets it."""
+        if signed is None:
+            return None
+        known = signed[0] in self.accounts.online
+        account = self.accounts._held((signed[0], signed[1], signed[2], bool(signed[3])))
+        if not known:
+            task = asyncio.get_running_loop().create_task(self._load(account))
+            self.ratings.loading[account.id] = task
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return account
+
+    async def _load(self, account: Account) -> None:
+        try:
+            await self.ratings.load(account)
+        except Exception:
+            log.exception("the ratings of %s could not be loaded", account.name)
+        finally:
+            self.ratings.loading.pop(account.id, None)
 
     def kick(self, account_id: str) -> None:
-        """The account's token changed (rotated, revoked): its connections here end now, and
-        its sessions here are guests from now on (a session token must not keep an account
-        signed in past its token, even one in its reconnect grace)."""
-        for session in self._sessions_of(account_id):
+        """The account's token changed (rotated, revoked): its sessions end here and, on a
+        cluster, on every other node at once."""
+        self.kick_here(account_id)
+        cluster = self.hub.cluster
+        if cluster is not None:
+            cluster.presence.kick(account_id)
+
+    def kick_here(self, account_id: str) -> None:
+        """Its connections here end now, and its sessions here are guests from now on (a
+        session token must not keep an account signed in past its token, even one in its
+        reconnect grace). A rare event: a scan of the sessions (forwarded ones too)."""
+        self._kicked[account_id] = self._kicks
+        self._kicks += 1
+        if len(self._kicked) > 4096:  # only checks in flight need them: a few seconds' worth
+            keep = self._kicks - 1024
+            self._kicked = {a: n for a, n in self._kicked.items() if n >= keep}
+        for session in list(self.hub.sessions.values()):
+            account = session.account
+            if account is None or account.id != account_id:
+                continue
             session.account = None
-            peer = session.peer
-            if peer is not None:
-                peer.fail(ErrorCode.BAD_ACCOUNT, "the account token was rotated or revoked")
+            self._changed(normalize(account.name))
+            fail = getattr(session.peer, "fail", None)  # a RemotePeer: its own node closes it
+            if fail is not None:
+                fail(ErrorCode.BAD_ACCOUNT, "the account token was rotated or revoked")
 
     # -- quick match by strength ------------------------------------------------------
 
@@ -143,7 +229,7 @@ class AccountLink:
         """Someone joined a queue unpaired: sweep now and then while anyone waits."""
         if self._sweep is None:
             clock = self.hub.clock
-            self._sweep = clock.call_at(clock.time() + matchmaking.SWEEP_S, self._sweep_now)
+            self._sweep = clock.call_at(clock.monotonic() + matchmaking.SWEEP_S, self._sweep_now)
 
     def _sweep_now(self) -> None:
         self._sweep = None
@@ -187,8 +273,22 @@ class AccountLink:
             case messages.AcceptChallenge():
                 self._accept(peer, session, msg)
             case messages.DeclineChallenge():
+                if self._elsewhere(peer, session, msg):
+                    return
                 c = self._mine(session, msg.challenge)
                 self._over(c, "declined", answer=(peer, msg.id))
+
+    def _elsewhere(
+        self, peer: Any, session: Any, msg: messages.AcceptChallenge | messages.DeclineChallenge
+    ) -> bool:
+        """Whether the answer went to the node that holds the challenge (not this one)."""
+        cluster = self.hub.cluster
+        if msg.challenge in self.challenges or cluster is None:
+            return False
+        if cluster.presence.local_only():
+            return False
+        cluster.presence.answer(peer, session, msg)
+        return True
 
     def _challenge(self, peer: Any, session: Any, msg: messages.Challenge) -> None:
         if msg.game not in GAMES:
@@ -205,12 +305,13 @@ class AccountLink:
             raise ProtocolError(
                 ErrorCode.TOO_MANY_CHALLENGES, f"you have {mine} challenges waiting already"
             )
-        want = normalize(msg.to)
-        target = None
-        for s in self.hub.sessions.values():
-            if s.account is not None and s.peer is not None and normalize(s.account.name) == want:
-                target = s
+        found = self._online(normalize(msg.to))
+        target = found[-1] if found else None
         if target is None:
+            cluster = self.hub.cluster
+            if cluster is not None and not cluster.presence.local_only():
+                cluster.presence.challenge(peer, session, msg)  # online on another node?
+                return
             raise ProtocolError(ErrorCode.NOT_ONLINE, f"no account {msg.to} is online")
         if target is session or (
             session.account is not None and target.account.id == session.account.id
@@ -227,8 +328,13 @@ class AccountLink:
             secrets.token_hex(8), session, target.account, target, msg.game,
             dict(msg.options), msg.rated, expires,
         )  # fmt: skip
-        c.timer = clock.call_at(expires, lambda: self._over(c, "expired"))
+        # The timer runs on the monotonic clock (``expires`` is for the wire).
+        c.timer = clock.call_at(
+            clock.monotonic() + self.challenge_timeout_s, lambda: self._over(c, "expired")
+        )
         self.challenges[c.id] = c
+        if self.hub.cluster is not None:  # answerable through any node
+            self.hub.cluster.presence.made(c.id, self.challenge_timeout_s)
         expires_ms = int(expires * 1000)
         peer.send(
             frames.reply(
@@ -252,6 +358,8 @@ class AccountLink:
         gets ``challenge_over``); those waiting for it may still be answered on its return."""
         for c in [c for c in self.challenges.values() if c.by is session]:
             self._over(c, "cancelled")
+        if session.account is not None:
+            self._changed(normalize(session.account.name))
 
     def _mine(self, session: Any, cid: str) -> PendingChallenge:
         c = self.challenges.get(cid)
@@ -260,15 +368,47 @@ class AccountLink:
         return c
 
     def _accept(self, peer: Any, session: Any, msg: messages.AcceptChallenge) -> None:
+        if self._elsewhere(peer, session, msg):
+            return
         c = self._mine(session, msg.challenge)
         if c.by.peer is None:
             self._over(c, "cancelled", answer=(peer, msg.id))
             return
+        loading = [
+            self.ratings.loading[a.id]
+            for a in (c.by.account, session.account)
+            if a is not None and a.id in self.ratings.loading
+        ]
+        if c.rated and loading:  # an account from another node: its ratings first
+            task = asyncio.get_running_loop().create_task(
+                self._accept_later(peer, session, msg, c, loading)
+            )
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return
         self._drop(c)
         self.hub.start_pair(c.game, c.options, c.rated, [(c.by, None), (session, msg.id)])
 
+    async def _accept_later(
+        self, peer: Any, session: Any, msg: Any, c: PendingChallenge, loading: list[Any]
+    ) -> None:
+        await asyncio.wait(loading)
+        try:
+            if self.challenges.get(c.id) is not c:
+                raise ProtocolError(ErrorCode.UNKNOWN_CHALLENGE, f"no challenge {c.id} for you")
+            if c.by.peer is None:
+                self._over(c, "cancelled", answer=(peer, msg.id))
+                return
+            self._drop(c)
+            self.hub.start_pair(c.game, c.options, c.rated, [(c.by, None), (session, msg.id)])
+        except ProtocolError as exc:
+            exc.request_id = msg.id
+            peer.send(frames.from_exception(exc))
+
     def _drop(self, c: PendingChallenge) -> None:
         self.challenges.pop(c.id, None)
+        if self.hub.cluster is not None:
+            self.hub.cluster.presence.ended(c.id)
         if c.timer is not None:
             c.timer.cancel()
             c.timer = None

@@ -290,6 +290,8 @@ class Hub:
         rooms: list[str],
     ) -> None:
         """The welcome, then each room of this node where the session holds a seat."""
+        if session.account is not None and self.accounts is not None:
+            self.accounts.signed_in(session)  # online again, by name (challenges, presence)
         peer.send(self._welcome_frame(session, request_id, resumed, rooms))
         for room in list(session.rooms.values()):
             seat = room.seat_of(session)

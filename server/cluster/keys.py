@@ -77,4 +77,25 @@ return redis.call('ZCARD', KEYS[1])
 """
 """Quick match, atomically: pop the oldest live ticket that is not the caller's session's
 (tickets of dead nodes are dropped on the way) and return it, or enqueue the caller's ticket
-and return the queue's length. Tickets are ``node|conn|token hash|nonce|game|name``."""
+and return the queue's length. Tickets are ``node|conn|token hash|nonce|game|account|name``
+(``account``: ``id:kind`` of a signed-in session, else empty)."""
+
+
+NODES = "stacko:nodes"
+"""Set: every node id that ever took a lease (a broadcast goes to those whose lease lives)."""
+
+
+def online(name: str) -> str:
+    """Hash: node -> how many connected sessions there are signed in as the account whose
+    normalized name is ``name`` (presence; fields of a node whose lease expired are dead)."""
+    return f"stacko:online:{name}"
+
+
+def online_names(node: str) -> str:
+    """Set: the names whose presence ``node`` wrote (cleared when it starts afresh)."""
+    return f"stacko:onlineby:{node}"
+
+
+def challenge(cid: str) -> str:
+    """String: the node that holds pending challenge ``cid`` (expires with it)."""
+    return f"stacko:chal:{cid}"

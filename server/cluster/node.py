@@ -36,6 +36,7 @@ from stacko.engine.games import GAMES
 from stacko.protocol import frames, messages
 from stacko.protocol.errors import ErrorCode, ProtocolError
 from stacko.server.cluster import keys
+from stacko.server.cluster.presence import Presence
 from stacko.server.hub import ROOM_ALPHABET, ROOM_CODE_LENGTH, Session
 from stacko.server.room import Peer, Room
 
@@ -181,6 +182,8 @@ class ClusterNode:
         self.redis_errors = 0
         self.inbox_lag_s = 0.0
         self.queue_sizes: dict[str, int] = {}
+        self.presence = Presence(self)
+        """Accounts across nodes: presence, challenges, revocation (``cluster.presence``)."""
 
     # -- life ----------------------------------------------------------------------------
 
@@ -236,6 +239,7 @@ class ClusterNode:
             self.codes = [c for c in self.codes if c in kept]
         if fresh:
             self._last_id = results[-1 - len(pool)].decode()
+        await self.presence.assert_all(fresh)
         self.up = True
         await self._refill_codes()
 
@@ -534,7 +538,11 @@ class ClusterNode:
         conn = self._conn(peer)
         self.touched.setdefault(peer, set()).add(node)
         self.requests_out += 1
-        head = orjson.dumps([self.node_id, conn, session.token, session.name])
+        account = session.account
+        signed = (
+            None if account is None else [account.id, account.name, account.kind, account.builtin]
+        )
+        head = orjson.dumps([self.node_id, conn, session.token, session.name, signed])
         self.post(node, b"r%b\n%b" % (head, msg.model_dump_json().encode()))
 
     def _queue_op(self, peer: Peer, msg: Any, op: Callable[[], Awaitable[None]]) -> None:
@@ -608,10 +616,17 @@ class ClusterNode:
         self.remote_sessions[peer] = session
         return session
 
-    def _apply(self, node: str, conn: int, token: str, name: str, text: str) -> None:
+    def _apply(
+        self, node: str, conn: int, token: str, name: str, text: str, signed: Any = None
+    ) -> None:
+        """``signed``: the account the client's node has the session signed in as
+        (``[id, name, kind, builtin]``, or ``None``: a guest), which nodes take on trust."""
         self.requests_in += 1
         peer = self._remote(node, conn)
         session = self._session_for(token, name, peer)
+        link = self.hub.accounts
+        if link is not None:
+            session.account = link.remote_account(signed)
         msg: messages.ClientMessage | None = None
         self._applying = True
         try:
@@ -663,7 +678,11 @@ class ClusterNode:
         if not self.codes:  # a burst used the codes claimed ahead: claim more first
             await self._refill_codes()
         mine = keys.token_hash(session.token)
-        ticket = f"{self.node_id}|{conn}|{mine}|{next(self._ids)}|{msg.game}|{session.name}"
+        acct = session.account
+        signed = f"{acct.id}:{acct.kind}" if acct is not None else ""
+        ticket = (
+            f"{self.node_id}|{conn}|{mine}|{next(self._ids)}|{msg.game}|{signed}|{session.name}"
+        )
         mine_t = self.tickets[conn] = Ticket(session, ticket, msg.game, msg.id)
         try:
             found = await self._match(
@@ -684,7 +703,7 @@ class ClusterNode:
             del self.tickets[conn]
         session.queued_for = None
         other = found.decode()
-        node, oconn, ohash, _, _, oname = other.split("|", 5)
+        node, oconn, ohash, _, _, osigned, oname = self._ticket_fields(other)
         try:
             room = self.hub._new_room(
                 msg.game, {}, False, clock_ms=self.hub.config.quick_match_clock_ms, quick=True
@@ -692,6 +711,7 @@ class ClusterNode:
         except ProtocolError:
             self.command("zadd", keys.queue(msg.game), {other: 0})  # first in line again
             raise
+        room.rated = True  # rated when both are accounts, as on one node (server.ratings)
         hub = self.hub
         if node == self.node_id:
             opeer = self.local.get(int(oconn))
@@ -709,6 +729,10 @@ class ClusterNode:
                 known = self.by_hash[ohash] = Session(f"?{ohash}", oname)
             osession = known
             osession.peer = opeer
+            link = self.hub.accounts
+            if link is not None:  # the account its node signed it in as (ticket: id:kind)
+                aid, _, kind = osigned.partition(":")
+                osession.account = link.remote_account([aid, oname, kind, False] if aid else None)
             self.remote_sessions[opeer] = osession
             self.post_item(node, ["matched", int(oconn), self.node_id])
         pair = ((opeer, osession, None), (peer, session, msg.id))
@@ -717,6 +741,15 @@ class ClusterNode:
         for s, (p, _, rid) in enumerate(pair):
             p.send(room.joined_frame(s, rid, starting=True))
         room.start()
+
+    @staticmethod
+    def _ticket_fields(ticket: str) -> list[str]:
+        """``node|conn|hash|nonce|game|account|name`` (``account``: ``id:kind`` or empty);
+        a ticket of a node from before accounts has no ``account``."""
+        fields = ticket.split("|", 6)
+        if len(fields) == 6:
+            fields.insert(5, "")
+        return fields
 
     async def _cancel(self, peer: Peer, session: Session, msg: messages.CancelMatch) -> None:
         conn = self.conn_ids.get(peer)
@@ -781,8 +814,8 @@ class ClusterNode:
             return
         if kind == b"r":
             head, text = value[1:].split(b"\n", 1)
-            node, conn, token, name = orjson.loads(head)
-            self._apply(node, conn, token, name, text.decode())
+            node, conn, token, name, *signed = orjson.loads(head)
+            self._apply(node, conn, token, name, text.decode(), signed[0] if signed else None)
             return
         item = orjson.loads(value[1:])
         what = item[0] if item else None  # the empty entry a node starts its inbox with
@@ -792,6 +825,8 @@ class ClusterNode:
             self._resume_here(item[1], item[2], item[3], item[4])
         elif what == "matched":
             self._matched(item[1], item[2])
+        elif what == "kick":
+            self.presence.kicked(item[1])
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -838,6 +873,8 @@ class ClusterNode:
                 self._lobby_cmds(pipe, cmd[1], cmd[2])
             elif cmd[0] == "seat":
                 self._seat_cmds(pipe, cmd[1], cmd[2])
+            elif cmd[0] == "presence":
+                self.presence.write(pipe, cmd[1])
             else:
                 getattr(pipe, cmd[0])(*cmd[1:])
         try:

@@ -23,12 +23,15 @@ databases, exact to compare, and what the wire already uses (``deadline_ms``).
               account kind and only a sha256 of the session token) and the id of its last
               game, so that a room waiting for a player or for a rematch is back after a
               restart with the same code; the row goes when the room closes.
+``rated_pairs`` one row per rated game of the last 24 hours (schema 4): its two accounts
+              (in sorted order), to limit rated games between the same pair on every node;
+              and ``games.rated`` (schema 4): whether a rated room's game is rated.
 ``schema_version`` a single row: the version of the schema in the file.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Bump it with a new entry in ``MIGRATIONS`` (the SQL that takes version N-1 to N)."""
 
 _V1 = (
@@ -170,7 +173,21 @@ _V3 = (
     "DELETE FROM events WHERE game_id IN (SELECT id FROM games WHERE status = 'playing')",
 )
 
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3}
+_V4 = (
+    """CREATE TABLE rated_pairs (
+        game_id TEXT PRIMARY KEY,
+        game TEXT NOT NULL,
+        a TEXT NOT NULL,
+        b TEXT NOT NULL,
+        at_ms BIGINT NOT NULL
+    )""",
+    "CREATE INDEX rated_pairs_recent ON rated_pairs (game, a, b, at_ms)",
+    # A rated room's game: 1 (the room is rated, the game is not), 2 (the game is rated);
+    # account0 and account1 are then its seats' accounts. After a restart, the same.
+    "ALTER TABLE games ADD COLUMN rated INTEGER",
+)
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 """version -> the statements that take the schema from version - 1 to it (0: empty)."""
 
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"

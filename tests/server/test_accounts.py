@@ -142,6 +142,7 @@ async def test_a_version_1_database_is_migrated_and_keeps_its_games(open_store, 
     assert await again.fetch("SELECT id, code FROM games") == [("00000000000000aa", "ABCDEFGH")]
     assert await again.fetch("SELECT count(*) FROM accounts") == [(0,)]
     assert await again.fetch("SELECT account0, account1 FROM games") == [(None, None)]
+    assert await again.fetch("SELECT count(*) FROM rated_pairs") == [(0,)]
     assert set(MIGRATIONS) == set(range(1, SCHEMA_VERSION + 1))
 
 
@@ -332,11 +333,7 @@ async def test_rated_games_between_one_pair_are_limited(make_harness, store_spec
     reply = await ca.call("create_room", game="stacko", options=SMALL, public=False, rated=True)
     code = reply["room"]
     await cb.call("join", room=code)
-    update = next(
-        f
-        for f in await _frames_until(ca, "state", code)
-        if f.get("type") == "room" and "not rated" in f.get("text", "")
-    )
+    update = await not_rated(ca, code)
     assert "played 1 rated games today" in update["text"]
     h.snap(code)
     await cb.call("resign", room=code)
@@ -345,9 +342,41 @@ async def test_rated_games_between_one_pair_are_limited(make_harness, store_spec
     assert not ca.pending("rating")
 
 
-async def _frames_until(c: Client, kind: str, code: str) -> list[dict]:
-    await c.expect(kind, room=code)
-    return [f for f in c.frames if f.get("room") == code]
+async def not_rated(c: Client, code: str) -> dict:
+    """The room's "not rated" update (it follows the start: the count is in the store)."""
+    for _ in range(500):
+        for f in c.frames:
+            if f.get("type") == "room" and f.get("room") == code and "not rated" in f["text"]:
+                return f
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"no 'not rated' update for room {code}: {c.frames[-5:]}")
+
+
+async def test_the_pair_limit_is_counted_in_the_store_across_restarts(make_harness, store_spec):
+    """The count of rated games between two accounts is the store's: a restarted server
+    (or another node) goes on from it (it was counted per process)."""
+    h1 = await make_harness(store=make_store(*store_spec), rated_pair_per_day=1)
+    tokens = [(await register(h1.server.port, n))[1]["token"] for n in ("Alice", "Bobby")]
+    ca, _ = await signed_in(h1, tokens[0], "Alice")
+    cb, _ = await signed_in(h1, tokens[1], "Bobby")
+    await play_rated(h1, ca, cb, resign=True)
+    assert await h1.server.store.fetch("SELECT count(*) FROM rated_pairs") == [(1,)]
+    await h1.server.shutdown(restart=True)
+    for c in (ca, cb):
+        await c.closed(5)
+    h1.clients.clear()
+    h2 = await make_harness(store=make_store(*store_spec), rated_pair_per_day=1)
+    ca, _ = await signed_in(h2, tokens[0], "Alice")
+    cb, _ = await signed_in(h2, tokens[1], "Bobby")
+    code = (await ca.call("create_room", options=SMALL, public=False, rated=True))["room"]
+    await cb.call("join", room=code)
+    assert "played 1 rated games today" in (await not_rated(ca, code))["text"]
+    h2.snap(code)
+    await cb.call("resign", room=code)
+    h2.snap(code)
+    await ca.barrier()
+    assert not ca.pending("rating")
+    assert await h2.server.store.fetch("SELECT count(*) FROM rated_pairs") == [(1,)]
 
 
 # -- challenges ----------------------------------------------------------------------------
@@ -400,6 +429,41 @@ async def test_challenges_accepted_declined_and_timed_out(make_harness, store_sp
     await ca.close()
     over = await cb.expect("challenge_over", challenge=sent["challenge"])
     assert over["reason"] == "cancelled"
+
+
+class NoScan(dict):
+    """Sessions that may be looked up by token but not walked through."""
+
+    def values(self):
+        raise AssertionError("a scan of every session")
+
+    def items(self):
+        raise AssertionError("a scan of every session")
+
+
+async def test_a_challenge_finds_its_account_by_name_not_by_a_scan(make_harness, tmp_path):
+    """``challenge`` looks the name up (it walked every session: ~1.5 ms at 10,000)."""
+    h = await make_harness(store=make_store("sqlite", str(tmp_path / "data")))
+    ca, cb = await two_accounts(h)
+    hub = h.server.hub
+    for i in range(50):  # guests and other sessions the lookup must not walk
+        await h.client(f"guest{i}")
+    sessions = hub.sessions
+    hub.sessions = NoScan(sessions)
+    try:
+        sent = await ca.call("challenge", to="BOBBY", game="stacko")
+        assert sent["type"] == "challenge_sent" and sent["to"] == "Bobby", sent
+        await cb.expect("challenged", challenge=sent["challenge"])
+        assert (await ca.call("challenge", to="Nobody"))["code"] == "not_online"
+    finally:
+        hub.sessions = sessions
+    # A session that signed out (here: it went away) is not found by its name any more.
+    await cb.close()
+    for _ in range(200):
+        if hub.accounts.online_count("bobby") == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert (await ca.call("challenge", to="Bobby"))["code"] == "not_online"
 
 
 # -- matchmaking by strength ---------------------------------------------------------------
@@ -491,6 +555,86 @@ async def test_a_rated_game_interrupted_by_a_restart_is_still_rated(make_harness
     h2.snap(code)
     rating = await back[0].expect("rating", room=code)
     assert rating["changes"][0]["name"] == "Alice" and rating["changes"][0]["delta"] > 0
+
+
+async def test_a_restored_rated_room_keeps_its_accounts(make_harness, store_spec):
+    """After a restart the room still shows which seats are accounts, and the game is
+    credited to the accounts that started it, even to players that come back with their
+    session token alone; a rated room whose game was not rated (the pair limit) is still a
+    rated room."""
+    h1 = await make_harness(store=make_store(*store_spec), rated_pair_per_day=1)
+    tokens = [(await register(h1.server.port, n))[1]["token"] for n in ("Alice", "Bobby")]
+    ca, _ = await signed_in(h1, tokens[0], "Alice")
+    cb, _ = await signed_in(h1, tokens[1], "Bobby")
+    code = (await ca.call("create_room", options=SMALL, public=False, rated=True))["room"]
+    await cb.call("join", room=code)
+    h1.snap(code)
+    other = (await ca.call("create_room", options=SMALL, public=False, rated=True))["room"]
+    await cb.call("join", room=other)
+    await not_rated(ca, other)  # the pair's one rated game of the day is the first
+    h1.snap(other)
+    sessions = [ca.token, cb.token]
+    await h1.server.shutdown(restart=True)
+    for c in (ca, cb):
+        await c.closed(5)
+    h1.clients.clear()
+    h2 = await make_harness(store=make_store(*store_spec), rated_pair_per_day=1)
+    hub = h2.server.hub
+    assert h2.server.restored == 2
+    assert hub.rooms[code].rated and hub.rooms[other].rated
+    back = []
+    for session, name in zip(sessions, ("Alice", "Bobby"), strict=True):
+        c = await h2.client(name, hello=False)
+        welcome = await c.call("hello", protocol=1, name=name, token=session)
+        assert welcome["resumed"] and "account" not in welcome
+        c.token = welcome["session"]
+        for room in (code, other):
+            await c.expect("state", room=room)
+        back.append(c)
+    info = hub.rooms[code].info()
+    assert [p.get("account") for p in info["players"]] == ["human", "human"], info
+    h2.snap(code)
+    h2.snap(other)
+    await back[0].call("resign", room=code)
+    h2.snap(code)
+    rating = await back[1].expect("rating", room=code)
+    assert [(c["name"], c["delta"] > 0) for c in rating["changes"]] == [
+        ("Alice", False),
+        ("Bobby", True),
+    ]
+    await back[0].call("resign", room=other)
+    h2.snap(other)
+    await back[1].barrier()
+    assert not back[1].pending("rating")
+
+
+async def test_a_token_revoked_while_its_hello_is_checked_does_not_sign_in(
+    make_harness, store_spec
+):
+    """The ``hello`` read the token before the revocation, and its welcome would come
+    after the revocation's sign-out: it must not sign in (it did)."""
+    h = await make_harness(store=make_store(*store_spec))
+    _, body = await register(h.server.port, "Dave")
+    accounts = h.server.accounts
+    real = accounts.authenticate
+    read, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(token):
+        found = await real(token)
+        if not read.is_set():  # the hello's read: held until the token is revoked
+            read.set()
+            await release.wait()
+        return found
+
+    accounts.authenticate = slow
+    c = await h.client("d", hello=False)
+    rid = await c.request("hello", protocol=1, name="d", account=body["token"])
+    await read.wait()
+    status, _ = await http(h.server.port, "/api/accounts/revoke", "POST", body["token"])
+    assert status == 200
+    release.set()
+    answer = await c.expect(id=rid)
+    assert answer["type"] == "error" and answer["code"] == "bad_account", answer
 
 
 async def test_a_revoked_account_does_not_live_on_in_its_session_token(make_harness, store_spec):
