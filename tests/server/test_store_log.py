@@ -8,7 +8,7 @@ from __future__ import annotations
 from stacko_wire import Game
 
 from stacko.server.store import make_store, recorder
-from stacko.server.store.schema import MIGRATIONS
+from stacko.server.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 SMALL = {"tower": 3, "bricks": 8, "rounds": 2, "turn_cap": 6}
 
@@ -142,6 +142,9 @@ async def test_a_schema_2_database_is_migrated_with_its_games(make_harness, stor
             ),
             ("DROP TABLE event_log", ()),
             ("DROP TABLE rooms", ()),
+            # and what schema 4 (accounts across nodes) added after it
+            ("DROP TABLE rated_pairs", ()),
+            ("ALTER TABLE games DROP COLUMN rated", ()),
             *[
                 (f"DROP INDEX {sql.split()[2]}", ())
                 for sql in MIGRATIONS[3]
@@ -155,7 +158,7 @@ async def test_a_schema_2_database_is_migrated_with_its_games(make_harness, stor
     await store.close()
     h2 = await make_harness(store=make_store(*store_spec))
     store = h2.server.store
-    assert await store.fetch("SELECT version FROM schema_version") == [(3,)]
+    assert await store.fetch("SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
     assert h2.server.restored == 1 and h2.server.hub.rooms[code].game.ply == ply
     playing = g.room.game_id
     assert await store.fetch("SELECT count(*) FROM events WHERE game_id = ?", (playing,)) == [(0,)]
