@@ -40,6 +40,7 @@ from stacko.server.hub import ROOM_ALPHABET, ROOM_CODE_LENGTH, Session
 from stacko.server.room import Peer, Room
 
 if TYPE_CHECKING:
+    from stacko.server.cluster.takeover import Takeover
     from stacko.server.hub import Hub
     from stacko.server.store.base import Store
 
@@ -146,9 +147,15 @@ class ClusterNode:
         self._owner = self.redis.register_script(keys.OWNER)
         self._match = self.redis.register_script(keys.MATCH)
         # Connection ids never repeat across restarts of this node: an owner may still hold
-        # the previous run's RemotePeers (until the lease lapses), and a new connection must
-        # never receive frames meant for an old one.
-        self._ids = itertools.count(time.time_ns() // 1000)
+        # the previous run's RemotePeers, and a new connection must never receive frames
+        # meant for an old one. The first id is this run's incarnation, the lease's value:
+        # an owner that finds a node's lease newer than a peer's id knows that peer is gone
+        # (the node restarted within its lease), as every id of a run is above its start.
+        self.incarnation = time.time_ns() // 1000
+        self._ids = itertools.count(self.incarnation)
+        self.takeover: Takeover | None = None
+        """Set when nodes share a PostgreSQL store: this node takes dead nodes' games over
+        (``server.cluster.takeover``)."""
         self.conn_ids: dict[Peer, int] = {}
         self.local: dict[int, Peer] = {}
         self.touched: dict[Peer, set[str]] = {}
@@ -215,7 +222,7 @@ class ClusterNode:
         this node's rooms again, and the codes claimed ahead are claimed again (a code another
         node took meanwhile is dropped from the pool)."""
         pipe = self.redis.pipeline(transaction=False)
-        pipe.set(keys.lease(self.node_id), str(os.getpid()), px=int(self.lease_s * 1000))
+        pipe.set(keys.lease(self.node_id), str(self.incarnation), px=int(self.lease_s * 1000))
         for code, room in self.hub.rooms.items():
             pipe.hset(keys.ROOMS, code, self.node_id)
             if room.listed_at:
@@ -247,19 +254,35 @@ class ClusterNode:
                 return
             try:
                 renewed = await self.redis.set(
-                    keys.lease(self.node_id), str(os.getpid()), px=int(self.lease_s * 1000), xx=True
+                    keys.lease(self.node_id),
+                    str(self.incarnation),
+                    px=int(self.lease_s * 1000),
+                    xx=True,
                 )
                 if not renewed:
                     log.warning("the lease of node %s had expired: re-asserting", self.node_id)
+                    if self.takeover is not None and not await self.takeover.still_mine():
+                        return  # taken over meanwhile: fail-stop, nothing registered again
                     await self._assert_lease()
                 self.up = True
                 await self._check_remote_nodes()
+                if self.takeover is not None:
+                    await self._take_over()
                 await self._queue_sizes()
                 self._forget_sessions()
                 if len(self.codes) < CODE_POOL // 2:
                     await self._refill_codes()
             except REDIS_ERRORS as exc:
                 self._redis_failed(exc)
+
+    async def _take_over(self) -> None:
+        assert self.takeover is not None
+        try:
+            await self.takeover.scan()
+        except REDIS_ERRORS:
+            raise
+        except Exception:  # the store answered badly: try again at the next tick
+            log.exception("node %s: a takeover failed", self.node_id)
 
     def _redis_failed(self, exc: BaseException) -> None:
         self.redis_errors += 1
@@ -276,17 +299,24 @@ class ClusterNode:
             }
 
     async def _check_remote_nodes(self) -> None:
-        """The clients of a node whose lease expired are gone: their seats get the grace."""
-        nodes = sorted({node for node, _ in self.remote})
+        """The clients of a node whose lease expired are gone, and so are those of an
+        earlier run of a node that restarted (ids below its incarnation, the lease's value):
+        their seats get the grace. Cached owners that died are forgotten (their rooms may
+        have been taken over)."""
+        nodes = sorted({node for node, _ in self.remote} | set(self.owners.values()))
         if not nodes:
             return
         pipe = self.redis.pipeline(transaction=False)
         for node in nodes:
-            pipe.exists(keys.lease(node))
-        for node, alive in zip(nodes, await pipe.execute(), strict=True):
-            if not alive:
-                for key in [k for k in self.remote if k[0] == node]:
-                    self._gone(key[0], key[1])
+            pipe.get(keys.lease(node))
+        leases = dict(zip(nodes, await pipe.execute(), strict=True))
+        for node, conn in list(self.remote):
+            lease = leases.get(node)
+            if lease is None or not lease.isdigit() or conn < int(lease):
+                self._gone(node, conn)
+        dead = {node for node, lease in leases.items() if lease is None}
+        if dead:
+            self.owners = {c: n for c, n in self.owners.items() if n not in dead}
 
     async def _queue_sizes(self) -> None:
         pipe = self.redis.pipeline(transaction=False)
@@ -478,6 +508,9 @@ class ClusterNode:
             self._redis_failed(exc)
             rooms, alive = {}, {}
         rooms = {c: n for c, n in rooms.items() if n in alive}
+        for code, node in rooms.items():  # where its requests go from now on
+            if alive[node]:
+                self.owners[code] = node
         self._welcome(peer, session, msg, known, rooms)
         if not rooms:
             return
@@ -493,6 +526,11 @@ class ClusterNode:
                     f"room {code} is on a node that stopped; its game comes back when that "
                     "node restarts: resume again later"
                 )
+                if self.takeover is not None:
+                    stopped.message = (
+                        f"room {code} is on a node that stopped; another node takes its game "
+                        f"over within {self.lease_s:g} s: resume again then"
+                    )
                 peer.send(frames.from_exception(stopped, room=code))
 
     def _conn(self, peer: Peer) -> int:
@@ -907,6 +945,11 @@ class ClusterCollector:
             value=n.inbox_lag_s,
         )
         yield GaugeMetricFamily("stacko_cluster_redis_up", "Redis reachable.", value=int(n.up))
+        yield CounterMetricFamily(
+            "stacko_cluster_takeovers",
+            "Games this node took over from nodes whose lease expired (a shared PostgreSQL).",
+            value=n.takeover.taken if n.takeover is not None else 0,
+        )
         queue = GaugeMetricFamily(
             "stacko_cluster_queue_size", "Quick-match tickets waiting.", labels=["game"]
         )

@@ -32,7 +32,7 @@ from stacko.engine.games import GAMES
 from stacko.engine.outcome import Termination
 from stacko.protocol.games import CODECS, GameCodec
 from stacko.protocol.games.common import outcome_to_wire
-from stacko.server.store.base import Op, Store
+from stacko.server.store.base import FENCE, Op, Store
 
 log = logging.getLogger("stacko.store")
 
@@ -104,6 +104,10 @@ class GameRecord:
     rng: RecordingRng
     seq: int = 0
     pending: list[Op] = field(default_factory=list)
+    owner: str | None = None
+    """The node that serves the game, when nodes share the store; then every change is
+    fenced by ``owner`` and ``epoch`` (``server.store.base.FENCE``)."""
+    epoch: int = 0
 
 
 EVENT_SQL = (
@@ -129,9 +133,26 @@ class Recorder:
         self.on_finish: Any = None
         """``(room, game_id, outcome, at_ms) -> ops`` written with the result (the new
         ratings, ``server.ratings``)."""
+        self.owner: str | None = None
+        """This node's id when nodes share the store and take each other's games over
+        (PostgreSQL with ``--redis-url``): games are recorded as its own, and fenced."""
+        self.hub_sessions: dict[str, Any] = {}
+        """The hub's sessions (token -> session): where a revived session goes."""
+        self.dormant: dict[str, Any] = {}
+        """Token hash -> the session of seats restored from the store, until a ``hello``
+        (or a forwarded request) with its token revives it (``revive``)."""
+
+    def revive(self, token: str) -> Any:
+        """``hub.revive``: the restored session ``token`` holds seats in, if any."""
+        session = self.dormant.pop(token_hash(token), None)
+        if session is None or not session.rooms:
+            return None
+        session.token = token
+        self.hub_sessions[token] = session
+        return session
 
     def begin(self, room: Any, rng: random.Random) -> random.Random:
-        rec = GameRecord(new_game_id(), RecordingRng(rng))
+        rec = GameRecord(new_game_id(), RecordingRng(rng), owner=self.owner)
         players = []
         for seat, p in enumerate(room.players):
             players.append({"seat": seat, "name": p.name, "bot": p.bot_level})
@@ -147,12 +168,12 @@ class Recorder:
             0,
             (
                 "INSERT INTO games (id, code, game, variant, options, rules_version, public, "
-                "players, player0, player1, status, started_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'playing', ?)",
+                "players, player0, player1, status, started_ms, owner) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'playing', ?, ?)",
                 (
                     rec.id, room.code, room.spec.name, getattr(room.options, "variant", None),
                     _dumps(options), RULES_VERSION, int(room.public), _dumps(players),
-                    players[0]["name"], players[1]["name"], _ms(self.clock.time()),
+                    players[0]["name"], players[1]["name"], _ms(self.clock.time()), rec.owner,
                 ),
             ),
         )  # fmt: skip
@@ -188,9 +209,11 @@ class Recorder:
         ply = game.ply
         event = (EVENT_SQL, (rec.id, seq, kind, seat, ply, orjson.dumps(payload).decode(), at))
         ops = rec.pending
-        if ops:
+        if ops:  # the game's row is in this change: nothing to fence yet
             rec.pending = []
             ops.append(event)
+        elif rec.owner is not None:
+            ops = [(FENCE, (rec.id, rec.owner, rec.epoch)), event]
         else:
             ops = [event]
         if outcome is not None:
@@ -296,19 +319,52 @@ def replay(game: str, options: Any, events: Sequence[Event]) -> Replay:
 async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
     """Rebuild every game in progress into a room of ``hub`` (same code), seats disconnected
     with a fresh grace; a session token from before resumes its seats (``hub.revive``).
-    Returns the number of games restored."""
+    With ``recorder.owner`` (nodes sharing the store), only this node's games (and games of
+    no owner), claimed again with a new epoch. Returns the number of games restored."""
+    recorder.hub_sessions = hub.sessions
+    hub.revive = recorder.revive
+    if recorder.owner is not None:
+        claimed = await store.claim_own(recorder.owner)
+        rooms = await restore(hub, store, recorder, claimed)
+    else:
+        rooms = await restore(hub, store, recorder, None)
+    return len(rooms)
+
+
+async def restore(
+    hub: Any, store: Store, recorder: Recorder, claimed: dict[str, int] | None
+) -> list[Any]:
+    """Rebuild games in progress into rooms of ``hub``: those of ``claimed`` (game id ->
+    the epoch this node holds them at: a start, or a takeover), or every one (``None``).
+    A seat whose session is live here already (its player is connected to this node) gets
+    that session back at once; the others wait in ``recorder.dormant``."""
     from stacko.server.hub import Session
     from stacko.server.room import Player, Room
 
-    dormant: dict[str, Session] = {}
-    restored = 0
+    dormant: dict[str, Session] = recorder.dormant
+    live: dict[str, Session] = {}
+    if claimed is not None:
+        if not claimed:
+            return []
+        ids = sorted(claimed)
+        events_rows = await store.games_events(ids)
+        session_rows = await store.games_sessions(ids)
+        game_rows = [r for r in await store.games_rows(ids) if r[8] == "playing"]
+        for token, s in hub.sessions.items():
+            if token:
+                live[token[1:] if token.startswith("?") else token_hash(token)[:32]] = s
+    else:
+        events_rows = await store.in_progress_events()
+        session_rows = await store.in_progress_sessions()
+        game_rows = await store.in_progress()
+    restored: list[Any] = []
     by_game: dict[str, list[tuple[Any, ...]]] = {}
-    for game_id, *rest in await store.in_progress_events():
+    for game_id, *rest in events_rows:
         by_game.setdefault(game_id, []).append(tuple(rest))
     hashes_by_game: dict[str, dict[int, str]] = {}
-    for game_id, seat, h in await store.in_progress_sessions():
+    for game_id, seat, h in session_rows:
         hashes_by_game.setdefault(game_id, {})[int(seat)] = h
-    for row in await store.in_progress():
+    for row in game_rows:
         game_id, code, name = row[0], row[1], row[2]
         try:
             spec, codec = GAMES[name], CODECS[name]
@@ -324,6 +380,7 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
         hashes = hashes_by_game.get(game_id, {})
         room = Room(code, spec, codec, options, clock_ms, bool(row[6]), hub._hooks)
         seats: list[Player | None] = []
+        back: list[tuple[int, Any]] = []
         for p in orjson.loads(row[7]):
             if p["bot"] is not None:
                 try:
@@ -334,7 +391,11 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
                 seats.append(Player(p["name"], bot=bot, bot_level=p["bot"]))
                 continue
             h = hashes.get(int(p["seat"]))
-            session = dormant.get(h) if h is not None else None
+            session = None if h is None else live.get(h[:32])
+            if session is not None and session.peer is not None:
+                back.append((len(seats), session.peer))
+            if session is None and h is not None:
+                session = dormant.get(h)
             if session is None:
                 session = Session("", p["name"])
                 if h is not None:
@@ -345,6 +406,8 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
             continue
         room.players = seats
         rec = GameRecord(game_id, RecordingRng(hub._hooks.rng_factory()), seq=events[-1].seq)
+        if claimed is not None:
+            rec.owner, rec.epoch = recorder.owner, claimed[game_id]
         game = r.game
         game.rng = rec.rng  # type: ignore[attr-defined]  # both engines keep theirs there
         room.record = rec
@@ -354,15 +417,7 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
         for seat, p in enumerate(seats):
             if p is not None and p.bot is None:
                 room.dropped(seat)
-        restored += 1
-
-    def revive(token: str) -> Session | None:
-        session = dormant.pop(token_hash(token), None)
-        if session is None or not session.rooms:
-            return None
-        session.token = token
-        hub.sessions[token] = session
-        return session
-
-    hub.revive = revive
+        for seat, peer in back:  # connected here: the seat and its view at once
+            room.returned(seat, peer)
+        restored.append(room)
     return restored

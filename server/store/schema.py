@@ -15,11 +15,16 @@ databases, exact to compare, and what the wire already uses (``deadline_ms``).
 ``rated_games`` one row per account and rated game (schema 2): the rating before and after,
               for profiles and the rating-history plot.
 ``schema_version`` a single row: the version of the schema in the file.
+
+Ownership (``_OWNERSHIP``): ``games.owner`` names the cluster node that serves a game in
+progress and ``games.epoch`` counts its changes of owner. A node takes over a dead node's
+game with a compare-and-set on both (``server.cluster.takeover``), and every append of an
+owner checks them in its own transaction (fencing). Single nodes leave ``owner`` NULL.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bump it with a new entry in ``MIGRATIONS`` (the SQL that takes version N-1 to N)."""
 
 _V1 = (
@@ -107,7 +112,17 @@ _V2 = (
     "ALTER TABLE games ADD COLUMN account1 TEXT",
 )
 
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2}
+_OWNERSHIP = (
+    "ALTER TABLE games ADD COLUMN owner TEXT",
+    "ALTER TABLE games ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0",
+    # what a node looks for on every lease tick: the games in progress of other owners
+    "CREATE INDEX games_owner ON games (status, owner)",
+)
+
+OWNERSHIP_VERSION = 3
+"""The version that adds ``_OWNERSHIP`` (renumber here alone if another migration lands first)."""
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, OWNERSHIP_VERSION: _OWNERSHIP}
 """version -> the statements that take the schema from version - 1 to it (0: empty)."""
 
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
