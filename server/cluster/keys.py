@@ -15,6 +15,10 @@ LOBBY_INFO = "stacko:lobbyinfo"
 """Hash: room code -> ``{"n": node, "i": info}`` for the rooms a lobby index lists."""
 TICKETS = "stacko:qseq"
 """Counter: the order of quick-match tickets."""
+BOOT = "stacko:boot"
+"""A random value set once (``SET NX``) into an empty Redis: when it changes, Redis lost its
+data (a restart) and every lease with it, so no missing lease means a dead node until the
+live ones had a whole lease to re-assert theirs (``server.cluster.takeover``)."""
 
 
 def lease(node: str) -> str:

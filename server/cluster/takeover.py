@@ -4,10 +4,11 @@ Every game in progress names its owner node and an epoch in the store (``games.o
 ``games.epoch``). On each lease tick a node asks the store which other nodes own games in
 progress, and Redis which of those have no lease any more; it then claims their games with
 one compare-and-set (owner and epoch as it read them -> itself and epoch + 1), so that of two
-nodes noticing the same death at once each game goes to exactly one. It replays the games it
-won from the store, as a restart does (``server.store.recorder.restore``: seats start in the
-reconnect grace, the side to move gets a whole clock again), points the room directory and
-the session directory at itself, and serves them.
+nodes noticing the same death at once each game goes to exactly one (and never within a
+lease after Redis lost its data: every lease is missing then, see ``keys.BOOT``). It replays
+the games it won from the store, as a restart does (``server.store.recorder.restore``:
+seats start in the reconnect grace, the side to move gets a whole clock again), points the
+room directory and the session directory at itself, and serves them.
 
 The former owner may only be paused (SIGSTOP, a long GC, a VM migration), not dead. Every
 change it appends is fenced (``server.store.base.FENCE``): its transaction finds another
@@ -23,6 +24,8 @@ restarts on its own file.
 from __future__ import annotations
 
 import logging
+import secrets
+import time
 from typing import TYPE_CHECKING, Any
 
 from stacko.server.cluster import keys
@@ -64,10 +67,26 @@ class Takeover:
         self.recorder = recorder
         self.taken = 0
         """Games this node took over (``/metrics``)."""
+        self.scans = 0
         self.fenced = False
+        self._boot: Any = None
+        self._boot_since = time.monotonic()
+
+    async def _redis_continuous(self) -> bool:
+        """Whether Redis has kept its data for a whole lease as far as this node saw: just
+        after a restart of Redis every lease is missing, dead node or not."""
+        redis = self.node.redis
+        await redis.set(keys.BOOT, secrets.token_hex(8), nx=True)
+        boot = await redis.get(keys.BOOT)
+        if boot != self._boot:
+            self._boot, self._boot_since = boot, time.monotonic()
+        return time.monotonic() - self._boot_since >= self.node.lease_s
 
     async def scan(self) -> list[Room]:
         """One lease tick: take over the games of every owner whose lease has expired."""
+        self.scans += 1
+        if not await self._redis_continuous():
+            return []
         me = self.node.node_id
         owners = [
             str(o)

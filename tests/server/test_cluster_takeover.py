@@ -397,3 +397,66 @@ async def test_two_nodes_racing_claim_each_game_once(redis_server, pg_cluster):
         await asyncio.gather(*(c.ws.close() for c in clients), return_exceptions=True)
         for s in servers:
             await s.shutdown()
+
+
+async def test_a_redis_restart_takes_nothing_over(redis_server, pg_cluster):
+    """Redis restarts empty: every lease is missing at once, yet no live node's game is
+    taken over (the nodes wait a whole lease after Redis lost its data), and the game
+    goes on across the nodes."""
+    dsn = pg_cluster.fresh_db()
+    servers: list[Server] = []
+    clients: list[Client] = []
+    try:
+        for i in range(2):
+            cfg = ServerConfig(
+                port=0, redis_url=redis_server.url, node_id=f"n{i}", bot_workers=0,
+                burst=1_000_000, hello_burst_per_ip=1_000_000, max_connections_per_ip=0,
+                lease_s=1.5,
+            )  # fmt: skip
+            server = Server(cfg, bots=({}, None), store=make_store(dsn))
+            await server.start()
+            servers.append(server)
+        # the owner is the node started last: the first to tick after Redis comes back
+        # finds it without a lease
+        alice = await Client.open(servers[1].url, "alice")
+        bob = await Client.open(servers[0].url, "bob")
+        clients += [alice, bob]
+        await alice.hello("alice")
+        await bob.hello("bob")
+        code = (await alice.call("create_room", game="stacko", options={}))["room"]
+        assert (await bob.call("join", room=code))["type"] == "joined"
+        await alice.expect("state", room=code)
+        await bob.expect("state", room=code)
+        await play(*to_move(alice, bob, code), code)
+        redis_server.kill()
+        redis_server.start()
+        takers = [s.cluster.takeover for s in servers]
+        marks = [t.scans for t in takers]
+
+        async def scanned() -> bool:  # two leases of ticks after Redis came back
+            return all(t.scans >= m + 6 for t, m in zip(takers, marks, strict=True))
+
+        await until(scanned, "the nodes look for dead nodes again and again")
+        assert [t.taken for t in takers] == [0, 0]
+        assert not any(t.fenced for t in takers) and servers[1].store.failed is None
+        assert await servers[0].store.fetch("SELECT owner, epoch FROM games") == [("n1", 0)]
+
+        async def moved() -> bool:  # a cross-node request may be refused until re-asserted
+            mover, other = to_move(alice, bob, code)
+            state = mover.latest[code]
+            reply = await mover.call(
+                "move", room=code, ply=state["view"]["ply"], move=state["legal"][0]
+            )
+            if reply["type"] == "error":
+                assert reply["code"] == "server_busy", reply
+                return False
+            await other.expect("state", room=code, seq=reply["seq"], timeout=WAIT_S)
+            return True
+
+        await until(moved, "a move after Redis came back")
+        await play(*to_move(alice, bob, code), code)
+        await play(*to_move(alice, bob, code), code)
+    finally:
+        await asyncio.gather(*(c.ws.close() for c in clients), return_exceptions=True)
+        for s in servers:
+            await s.shutdown()
