@@ -48,6 +48,8 @@ log = logging.getLogger("stacko.server")
 SHUTDOWN_REASON = "server shutting down"
 CLOSE_SERVICE_RESTART = 1012
 RESTART_REASON = "service restart"
+FENCED_REASON = "fenced"
+"""1012 too: another node took this node's games over (``server.cluster.takeover``)."""
 
 ACCEPT_ERROR = "socket.accept() out of system resource"
 
@@ -297,7 +299,7 @@ class Server:
         )  # fmt: skip
         # Fenced: another node took this one's games over (it was paused past its lease):
         # its clients reconnect, through any node, to the new owner.
-        how = (CLOSE_SERVICE_RESTART, "fenced") if isinstance(exc, Fenced) else None
+        how = (CLOSE_SERVICE_RESTART, FENCED_REASON) if isinstance(exc, Fenced) else None
         for conn in list(self.connections):
             conn.close_now(how or (CLOSE_INTERNAL, "store_failed"))
         if self.failure is not None and not self.failure.done():
