@@ -261,8 +261,10 @@ class ClusterNode:
                 )
                 if not renewed:
                     log.warning("the lease of node %s had expired: re-asserting", self.node_id)
-                    if self.takeover is not None and not await self.takeover.still_mine():
-                        return  # taken over meanwhile: fail-stop, nothing registered again
+                    if self.takeover is not None:
+                        self.takeover.interrupted()
+                        if not await self.takeover.still_mine():
+                            return  # taken over meanwhile: fail-stop, nothing registered
                     await self._assert_lease()
                 self.up = True
                 await self._check_remote_nodes()
@@ -285,6 +287,8 @@ class ClusterNode:
             log.exception("node %s: a takeover failed", self.node_id)
 
     def _redis_failed(self, exc: BaseException) -> None:
+        if self.takeover is not None:
+            self.takeover.interrupted()
         self.redis_errors += 1
         if self.up:
             log.warning("Redis unreachable: %s", exc)

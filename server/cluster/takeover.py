@@ -69,12 +69,19 @@ class Takeover:
         """Games this node took over (``/metrics``)."""
         self.scans = 0
         self.fenced = False
+        self._unregistered: list[Room] = []
         self._boot: Any = None
         self._boot_since = time.monotonic()
 
-    async def _redis_continuous(self) -> bool:
-        """Whether Redis has kept its data for a whole lease as far as this node saw: just
-        after a restart of Redis every lease is missing, dead node or not."""
+    def interrupted(self) -> None:
+        """This node lost Redis, or its own lease: so may have every node (Redis stopped,
+        or lost its data); none counts as dead before they all had a lease to come back."""
+        self._boot_since = time.monotonic()
+
+    async def continuous(self) -> bool:
+        """Whether Redis has kept its data and answered this node for a whole lease: just
+        after a restart of Redis, or an outage longer than a lease, every lease is missing,
+        dead node or not."""
         redis = self.node.redis
         await redis.set(keys.BOOT, secrets.token_hex(8), nx=True)
         boot = await redis.get(keys.BOOT)
@@ -85,7 +92,10 @@ class Takeover:
     async def scan(self) -> list[Room]:
         """One lease tick: take over the games of every owner whose lease has expired."""
         self.scans += 1
-        if not await self._redis_continuous():
+        if self._unregistered:  # taken over, but Redis failed before they were registered
+            await self._register(list(self._unregistered))
+            self._unregistered = []
+        if not await self.continuous():
             return []
         me = self.node.node_id
         owners = [
@@ -124,15 +134,17 @@ class Takeover:
                 len(won) - len(rooms), len(won), owner,
             )  # fmt: skip
         self.taken += len(rooms)
+        self._unregistered += rooms
         await self._register(rooms)
         log.warning("node %s took over %d games of node %s", me, len(rooms), owner)
         return rooms
 
     async def _register(self, rooms: list[Room]) -> None:
         """Point the room directory and the seats' session directory at this node."""
+        node = self.node
+        rooms = [r for r in rooms if node.hub.rooms.get(r.code) is r]  # still served here
         if not rooms:
             return
-        node = self.node
         by_id = {room.game_id: room for room in rooms}
         hashes = await self.store.games_sessions(sorted(g for g in by_id if g is not None))
         pipe = node.redis.pipeline(transaction=False)
@@ -144,6 +156,8 @@ class Takeover:
             pipe.hset(key, by_id[game_id].code, node.node_id)
             pipe.expire(key, keys.SESSION_TTL_S)
         await pipe.execute()
+        done = {id(r) for r in rooms}
+        self._unregistered = [r for r in self._unregistered if id(r) not in done]
 
     async def still_mine(self) -> bool:
         """After this node's lease had lapsed: whether every game it serves is still its

@@ -399,10 +399,12 @@ async def test_two_nodes_racing_claim_each_game_once(redis_server, pg_cluster):
             await s.shutdown()
 
 
-async def test_a_redis_restart_takes_nothing_over(redis_server, pg_cluster):
-    """Redis restarts empty: every lease is missing at once, yet no live node's game is
-    taken over (the nodes wait a whole lease after Redis lost its data), and the game
-    goes on across the nodes."""
+@pytest.mark.parametrize("outage", ["restart", "pause"])
+async def test_a_redis_outage_takes_nothing_over(redis_server, pg_cluster, outage):
+    """Redis restarts empty, or stops answering for longer than a lease (SIGSTOP): every
+    lease is missing at once, yet no live node's game is taken over (a node waits a whole
+    lease after Redis lost its data or its own lease), and the game goes on across the
+    nodes."""
     dsn = pg_cluster.fresh_db()
     servers: list[Server] = []
     clients: list[Client] = []
@@ -428,8 +430,20 @@ async def test_a_redis_restart_takes_nothing_over(redis_server, pg_cluster):
         await alice.expect("state", room=code)
         await bob.expect("state", room=code)
         await play(*to_move(alice, bob, code), code)
-        redis_server.kill()
-        redis_server.start()
+        if outage == "restart":
+            redis_server.kill()
+            redis_server.start()
+        else:
+            assert redis_server.proc is not None
+            redis_server.proc.send_signal(signal.SIGSTOP)
+            try:
+                await until(
+                    lambda: asyncio.sleep(0, all(s.cluster.redis_errors for s in servers)),
+                    "both nodes find Redis gone",
+                )
+                await asyncio.sleep(2 * 1.5)  # every lease (1.5 s) lapses meanwhile
+            finally:
+                redis_server.proc.send_signal(signal.SIGCONT)
         takers = [s.cluster.takeover for s in servers]
         marks = [t.scans for t in takers]
 
@@ -456,6 +470,46 @@ async def test_a_redis_restart_takes_nothing_over(redis_server, pg_cluster):
         await until(moved, "a move after Redis came back")
         await play(*to_move(alice, bob, code), code)
         await play(*to_move(alice, bob, code), code)
+    finally:
+        await asyncio.gather(*(c.ws.close() for c in clients), return_exceptions=True)
+        for s in servers:
+            await s.shutdown()
+
+
+async def test_no_takeover_within_a_lease_of_losing_redis(redis_server, pg_cluster):
+    """A node that just lost Redis (or its own lease) does not take a missing lease for a
+    dead node: every node may have lost Redis too, and not re-asserted yet. A lease
+    later, with Redis answering throughout, it does take the dead node's games over."""
+    dsn = pg_cluster.fresh_db()
+    servers: list[Server] = []
+    clients: list[Client] = []
+    try:
+        for i in range(2):
+            cfg = ServerConfig(
+                port=0, redis_url=redis_server.url, node_id=f"n{i}", bot_workers=0,
+                burst=1_000_000, hello_burst_per_ip=1_000_000, max_connections_per_ip=0,
+                lease_s=3,
+            )  # fmt: skip
+            server = Server(cfg, bots=({}, None), store=make_store(dsn))
+            await server.start()
+            servers.append(server)
+        alice = await Client.open(servers[1].url, "alice")
+        bob = await Client.open(servers[1].url, "bob")
+        clients += [alice, bob]
+        await alice.hello("alice")
+        await bob.hello("bob")
+        code = (await alice.call("create_room", game="stacko", options={}))["room"]
+        assert (await bob.call("join", room=code))["type"] == "joined"
+        await alice.expect("state", room=code)
+        n0 = servers[0].cluster
+        await until(n0.takeover.continuous, "n0 saw Redis answer for a lease since it started")
+        n0._redis_failed(ConnectionError("a test: Redis was unreachable"))
+        await servers[1].cluster.stop()  # n1 is dead to n0 (within a second: BLOCK_MS)
+        assert await n0.takeover.scan() == []  # too soon to call anyone dead
+        assert await servers[0].store.fetch("SELECT owner, epoch FROM games") == [("n1", 0)]
+        await until(lambda: asyncio.sleep(0, code in servers[0].hub.rooms), "n0 takes over")
+        assert n0.takeover.taken == 1
+        assert await servers[0].store.fetch("SELECT owner, epoch FROM games") == [("n0", 1)]
     finally:
         await asyncio.gather(*(c.ws.close() for c in clients), return_exceptions=True)
         for s in servers:
