@@ -160,6 +160,8 @@ class ClusterNode:
         self.local: dict[int, Peer] = {}
         self.touched: dict[Peer, set[str]] = {}
         """Per local connection: the nodes whose rooms it reached (told when it goes)."""
+        self._orphans: dict[Peer, float] = {}
+        """Local connections seated on a node that died, since when (``_rehome``)."""
         self.remote: dict[tuple[str, int], RemotePeer] = {}
         self.remote_sessions: dict[RemotePeer, Session] = {}
         self.by_hash: dict[str, Session] = {}
@@ -321,6 +323,55 @@ class ClusterNode:
         dead = {node for node, lease in leases.items() if lease is None}
         if dead:
             self.owners = {c: n for c, n in self.owners.items() if n not in dead}
+        if self.takeover is not None:
+            await self._rehome(dead)
+
+    async def _rehome(self, dead: set[str]) -> None:
+        """Local clients seated in rooms of a node that died stay connected here: once
+        another node took those rooms over (the session directory names it), their seats
+        there get these connections back, as a resume would (without it a client waiting
+        for its opponent would never hear of the room again)."""
+        now = time.monotonic()
+        if dead:
+            for peer, reached in self.touched.items():
+                if reached & dead:
+                    reached -= dead
+                    self._orphans.setdefault(peer, now)
+        if not self._orphans:
+            return
+        for peer in [p for p, since in self._orphans.items() if now - since > 4 * self.lease_s]:
+            del self._orphans[peer]  # given up: the client may still resume by itself
+        orphans = [
+            (peer, session)
+            for peer in list(self._orphans)[:256]
+            if (session := getattr(peer, "session", None)) is not None and peer in self.conn_ids
+        ]
+        pipe = self.redis.pipeline(transaction=False)
+        for _, session in orphans:
+            pipe.hgetall(keys.session(keys.token_hash(session.token)))
+        seats: list[dict[bytes, bytes]] = await pipe.execute()
+        owners = sorted({n.decode() for found in seats for n in found.values()} - {self.node_id})
+        pipe = self.redis.pipeline(transaction=False)
+        for node in owners:
+            pipe.exists(keys.lease(node))
+        alive = dict(zip(owners, await pipe.execute(), strict=True))
+        for (peer, session), found in zip(orphans, seats, strict=True):
+            waiting = False
+            told: set[str] = set()
+            for code, node in sorted((c.decode(), n.decode()) for c, n in found.items()):
+                if node == self.node_id:
+                    continue  # taken over here: the seat had this connection back at once
+                if not alive.get(node):
+                    waiting = True  # not taken over yet
+                    continue
+                self.owners[code] = node
+                if node not in told:
+                    told.add(node)
+                    self.touched.setdefault(peer, set()).add(node)
+                    conn, token = self._conn(peer), session.token
+                    self.post_item(node, ["resume", self.node_id, conn, token, session.name, 1])
+            if not waiting:
+                self._orphans.pop(peer, None)
 
     async def _queue_sizes(self) -> None:
         pipe = self.redis.pipeline(transaction=False)
@@ -457,6 +508,7 @@ class ClusterNode:
         if ticket is not None:
             ticket.session.queued_for = None
             self.command("zrem", keys.queue(ticket.game), ticket.text)
+        self._orphans.pop(peer, None)
         for node in self.touched.pop(peer, ()):
             self.post_item(node, ["gone", self.node_id, conn])
 
@@ -667,9 +719,20 @@ class ClusterNode:
         finally:
             self._applying = False
 
-    def _resume_here(self, node: str, conn: int, token: str, name: str) -> None:
-        """A client resumed through ``node``: its seats here get the new connection."""
+    def _resume_here(
+        self, node: str, conn: int, token: str, name: str, only_if_away: bool = False
+    ) -> None:
+        """A client resumed through ``node``: its seats here get the new connection.
+        ``only_if_away`` (``_rehome``: the connection is an old one): unless one of them
+        has a connection already (the client resumed by itself meanwhile)."""
         hub = self.hub
+        if only_if_away:
+            session = hub.sessions.get(token)
+            for room in session.rooms.values() if session is not None else ():
+                seat = room.seat_of(session)
+                player = room.players[seat] if seat is not None else None
+                if player is not None and player.peer is not None:
+                    return
         known = (
             token in hub.sessions
             or keys.token_hash(token) in self.by_hash
@@ -831,7 +894,7 @@ class ClusterNode:
         if what == "gone":
             self._gone(item[1], item[2])
         elif what == "resume":
-            self._resume_here(item[1], item[2], item[3], item[4])
+            self._resume_here(item[1], item[2], item[3], item[4], len(item) > 5)
         elif what == "matched":
             self._matched(item[1], item[2])
 

@@ -194,14 +194,16 @@ def nodes(redis_server, pg_cluster, tmp_path):
 
 
 async def test_kill_the_owner_another_node_takes_over(nodes):
-    """SIGKILL the owner mid-game: a surviving node takes the game over, both players
-    resume through surviving nodes and finish it; the ply never goes back."""
+    """SIGKILL the owner mid-game: a surviving node takes the game over; Alice (on the
+    dead node) resumes through another node, Bob (on a surviving one) gets his seat back
+    on his connection without asking; they finish the game; the ply never goes back."""
     n0, n1, n2 = nodes(3)
     clients: list[Client] = []
     try:
         alice, bob, code = await start_game(n0, n1, clients)
         ply = alice.latest[code]["view"]["ply"]
         assert await owner_of(n0.dsn, code) == ("n0", 0)
+        bob.drain()
         n0.kill()
 
         async def taken() -> Any:
@@ -212,11 +214,13 @@ async def test_kill_the_owner_another_node_takes_over(nodes):
         assert new_owner in ("n1", "n2") and epoch == 1
         assert alice.token is not None and bob.token is not None
         alice2 = await resume(n2, "alice", alice.token, code, clients)
-        bob2 = await resume(n1, "bob", bob.token, code, clients)
-        for c in (alice2, bob2):
+        back = await bob.expect("joined", room=code, timeout=WAIT_S)
+        assert back["seat"] == 1, back
+        await bob.expect("state", room=code, timeout=WAIT_S)
+        for c in (alice2, bob):
             assert c.latest[code]["view"]["ply"] == ply  # never earlier, never half a move
             assert c.latest[code]["view"].get("outcome") is None
-        await play_out(alice2, bob2, code, ply)
+        await play_out(alice2, bob, code, ply)
         assert await owner_of(n0.dsn, code) == (new_owner, 1)
         for c in clients:
             assert not c.invalid, c.invalid
@@ -510,6 +514,56 @@ async def test_no_takeover_within_a_lease_of_losing_redis(redis_server, pg_clust
         await until(lambda: asyncio.sleep(0, code in servers[0].hub.rooms), "n0 takes over")
         assert n0.takeover.taken == 1
         assert await servers[0].store.fetch("SELECT owner, epoch FROM games") == [("n0", 1)]
+    finally:
+        await asyncio.gather(*(c.ws.close() for c in clients), return_exceptions=True)
+        for s in servers:
+            await s.shutdown()
+
+
+async def test_a_client_on_a_surviving_node_gets_its_seat_back(redis_server, pg_cluster):
+    """Bob stays connected to his node (n1) while the owner (n0) dies and a third node (n2)
+    takes the game over: n1 finds the new owner in the session directory and gives Bob's
+    seat his connection back, without Bob asking; his moves reach n2."""
+    dsn = pg_cluster.fresh_db()
+    servers: list[Server] = []
+    clients: list[Client] = []
+    try:
+        for i, lease in enumerate((1.5, 6.0, 1.5)):  # n1 takes nothing over for 6 s
+            cfg = ServerConfig(
+                port=0, redis_url=redis_server.url, node_id=f"n{i}", bot_workers=0,
+                burst=1_000_000, hello_burst_per_ip=1_000_000, max_connections_per_ip=0,
+                lease_s=lease,
+            )  # fmt: skip
+            server = Server(cfg, bots=({}, None), store=make_store(dsn))
+            await server.start()
+            servers.append(server)
+        alice = await Client.open(servers[0].url, "alice")
+        bob = await Client.open(servers[1].url, "bob")
+        clients += [alice, bob]
+        await alice.hello("alice")
+        await bob.hello("bob")
+        code = (await alice.call("create_room", game="stacko", options={}))["room"]
+        assert (await bob.call("join", room=code))["type"] == "joined"
+        await alice.expect("state", room=code)
+        await bob.expect("state", room=code)
+        await play(*to_move(alice, bob, code), code)
+        ply = bob.latest[code]["view"]["ply"]
+        bob.drain()
+        await servers[0].cluster.stop()  # n0 is dead to the others
+        taken = await servers[2].cluster.takeover.take("n0")
+        assert [r.code for r in taken] == [code]
+        back = await bob.expect("joined", room=code, timeout=WAIT_S)
+        assert back["seat"] == 1, back
+        state = await bob.expect("state", room=code, timeout=WAIT_S)
+        assert state["view"]["ply"] == ply
+        assert alice.token is not None
+        alice2 = await Client.open(servers[2].url, "alice@n2")
+        clients.append(alice2)
+        await alice2.hello("alice", alice.token)
+        await alice2.expect("state", room=code)
+        await play(*to_move(alice2, bob, code), code)
+        await play(*to_move(alice2, bob, code), code)
+        assert servers[2].hub.rooms[code].game.ply == ply + 2
     finally:
         await asyncio.gather(*(c.ws.close() for c in clients), return_exceptions=True)
         for s in servers:
