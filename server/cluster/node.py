@@ -309,7 +309,11 @@ class ClusterNode:
         earlier run of a node that restarted (ids below its incarnation, the lease's value):
         their seats get the grace. Cached owners that died are forgotten (their rooms may
         have been taken over)."""
-        nodes = sorted({node for node, _ in self.remote} | set(self.owners.values()))
+        found = {node for node, _ in self.remote} | set(self.owners.values())
+        if self.takeover is not None:  # the rooms its clients reached may be taken over
+            found.update(*self.touched.values())
+            found.discard(self.node_id)
+        nodes = sorted(found)
         if not nodes:
             return
         pipe = self.redis.pipeline(transaction=False)
@@ -335,12 +339,12 @@ class ClusterNode:
         if dead:
             for peer, reached in self.touched.items():
                 if reached & dead:
-                    reached -= dead
                     self._orphans.setdefault(peer, now)
         if not self._orphans:
             return
         for peer in [p for p, since in self._orphans.items() if now - since > 4 * self.lease_s]:
             del self._orphans[peer]  # given up: the client may still resume by itself
+            self.touched.get(peer, set()).difference_update(dead)
         orphans = [
             (peer, session)
             for peer in list(self._orphans)[:256]
@@ -350,11 +354,14 @@ class ClusterNode:
         for _, session in orphans:
             pipe.hgetall(keys.session(keys.token_hash(session.token)))
         seats: list[dict[bytes, bytes]] = await pipe.execute()
-        owners = sorted({n.decode() for found in seats for n in found.values()} - {self.node_id})
+        owners = {n.decode() for found in seats for n in found.values()}
+        for peer, _ in orphans:
+            owners.update(self.touched.get(peer, ()))
+        check = sorted(owners - {self.node_id})
         pipe = self.redis.pipeline(transaction=False)
-        for node in owners:
+        for node in check:
             pipe.exists(keys.lease(node))
-        alive = dict(zip(owners, await pipe.execute(), strict=True))
+        alive = dict(zip(check, await pipe.execute(), strict=True))
         for (peer, session), found in zip(orphans, seats, strict=True):
             waiting = False
             told: set[str] = set()
@@ -372,6 +379,9 @@ class ClusterNode:
                     self.post_item(node, ["resume", self.node_id, conn, token, session.name, 1])
             if not waiting:
                 self._orphans.pop(peer, None)
+                nodes = self.touched.get(peer)
+                if nodes:  # nothing of it is on a node still dead: no "gone" to send there
+                    nodes -= {n for n in nodes if n != self.node_id and not alive.get(n)}
 
     async def _queue_sizes(self) -> None:
         pipe = self.redis.pipeline(transaction=False)
