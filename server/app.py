@@ -257,6 +257,8 @@ class Server:
         recorder = self.hub._hooks.recorder
         if self.store is not None and isinstance(recorder, Recorder) and recorder.owner:
             node.takeover = Takeover(node, self.store, recorder)
+            if self.ratings is not None:
+                node.takeover.on_restored = self.ratings.restore
         await node.start()
         self.cluster = self.hub.cluster = node
         self.metrics.registry.register(ClusterCollector(node))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from stacko.server.cluster import keys
@@ -69,6 +70,8 @@ class Takeover:
         """Games this node took over (``/metrics``)."""
         self.scans = 0
         self.fenced = False
+        self.on_restored: Callable[[list[Room]], Awaitable[Any]] | None = None
+        """Called with the rooms of every takeover (the ratings: a rated game stays rated)."""
         self._unregistered: list[Room] = []
         self._boot: Any = None
         self._boot_since = time.monotonic()
@@ -135,6 +138,11 @@ class Takeover:
             )  # fmt: skip
         self.taken += len(rooms)
         self._unregistered += rooms
+        if self.on_restored is not None and rooms:
+            try:
+                await self.on_restored(rooms)
+            except Exception:  # served anyway, unrated: better than not at all
+                log.exception("the games taken over from node %s could not be rated", owner)
         await self._register(rooms)
         log.warning("node %s took over %d games of node %s", me, len(rooms), owner)
         return rooms

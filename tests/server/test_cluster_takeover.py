@@ -568,3 +568,43 @@ async def test_a_client_on_a_surviving_node_gets_its_seat_back(redis_server, pg_
         await asyncio.gather(*(c.ws.close() for c in clients), return_exceptions=True)
         for s in servers:
             await s.shutdown()
+
+
+async def test_a_rated_game_taken_over_stays_rated(redis_server, pg_cluster):
+    """The accounts of a rated game are in the shared store: the node that takes the game
+    over rates it too."""
+    from test_accounts import SMALL, register
+
+    dsn = pg_cluster.fresh_db()
+    servers: list[Server] = []
+    clients: list[Client] = []
+    try:
+        for i in range(2):
+            cfg = ServerConfig(
+                port=0, redis_url=redis_server.url, node_id=f"n{i}", bot_workers=0,
+                burst=1_000_000, hello_burst_per_ip=1_000_000, max_connections_per_ip=0,
+                lease_s=1.5,
+            )  # fmt: skip
+            server = Server(cfg, bots=({}, None), store=make_store(dsn))
+            await server.start()
+            servers.append(server)
+        signed = []
+        for name in ("Alice", "Bobby"):
+            _, account = await register(servers[0].port, name)
+            c = await Client.open(servers[0].url, name)
+            clients.append(c)
+            welcome = await c.call("hello", protocol=1, name=name, account=account["token"])
+            assert welcome["type"] == "welcome", welcome
+            signed.append(c)
+        ca, cb = signed
+        code = (await ca.call("create_room", options=SMALL, public=False, rated=True))["room"]
+        assert (await cb.call("join", room=code))["type"] == "joined"
+        await ca.expect("state", room=code)
+        assert servers[0].hub.rooms[code].rated
+        await servers[0].cluster.stop()  # n0 is dead to n1
+        taken = await servers[1].cluster.takeover.take("n0")
+        assert [r.code for r in taken] == [code] and servers[1].hub.rooms[code].rated
+    finally:
+        await asyncio.gather(*(c.ws.close() for c in clients), return_exceptions=True)
+        for s in servers:
+            await s.shutdown()
