@@ -261,6 +261,9 @@ async def test_a_paused_owner_is_fenced(nodes):
         assert n0.proc is not None
         assert await asyncio.to_thread(n0.proc.wait, WAIT_S) == 1
         assert "taken over" in n0.log.read_text()
+        assert all(f["view"]["ply"] == ply for f in bob2.frames if f.get("type") == "state")
+        n0.start()  # restarted by its supervisor: it claims nothing of the new owner's
+        assert await owner_of(n0.dsn, code) == (new_owner, 1)
         # the game goes on at the new owner, from the committed ply
         alice2 = await resume(n2, "alice", alice.token, code, clients)
         assert alice2.latest[code]["view"]["ply"] == ply
