@@ -85,9 +85,10 @@ class Takeover:
         """Whether Redis has kept its data and answered this node for a whole lease: just
         after a restart of Redis, or an outage longer than a lease, every lease is missing,
         dead node or not."""
-        redis = self.node.redis
-        await redis.set(keys.BOOT, secrets.token_hex(8), nx=True)
-        boot = await redis.get(keys.BOOT)
+        pipe = self.node.redis.pipeline(transaction=False)
+        pipe.set(keys.BOOT, secrets.token_hex(8), nx=True)
+        pipe.get(keys.BOOT)
+        _, boot = await pipe.execute()
         if boot != self._boot:
             self._boot, self._boot_since = boot, time.monotonic()
         return time.monotonic() - self._boot_since >= self.node.lease_s
