@@ -310,6 +310,26 @@ async def test_a_node_restarted_within_its_lease_drops_its_old_peers(nodes):
         await asyncio.gather(*(c.ws.close() for c in clients), return_exceptions=True)
 
 
+async def test_a_restarted_nodes_old_quick_match_ticket_is_dropped(nodes):
+    """A ticket queued through a node that then restarted within its lease belongs to a
+    connection that is gone: the next player is queued, not paired with it."""
+    n0, n1 = nodes(2, lease_s=10)
+    clients: list[Client] = []
+    try:
+        ghost = await connect(n1, "ghost")
+        clients.append(ghost)
+        queued = await ghost.call("quick_match", game="stacko")
+        assert queued["type"] == "queued", queued
+        n1.kill()
+        n1.start()  # well within the 10 s lease
+        carol = await connect(n0, "carol")
+        clients.append(carol)
+        reply = await carol.call("quick_match", game="stacko")
+        assert reply["type"] == "queued", reply
+    finally:
+        await asyncio.gather(*(c.ws.close() for c in clients), return_exceptions=True)
+
+
 # -- in one process: the compare-and-set, fencing, and two nodes racing ----------------------
 
 
