@@ -38,7 +38,7 @@ from stacko.server.hub import BotFactory, Hub
 from stacko.server.metrics import CONTENT_TYPE, Metrics
 from stacko.server.ratings import Ratings
 from stacko.server.rng import SystemShuffle
-from stacko.server.store.base import Store
+from stacko.server.store.base import Fenced, Store
 from stacko.server.store.metrics import StoreCollector
 from stacko.server.store.recorder import Recorder, recover
 from stacko.server.wsconn import DirectServerConnection, SocketCount
@@ -48,6 +48,8 @@ log = logging.getLogger("stacko.server")
 SHUTDOWN_REASON = "server shutting down"
 CLOSE_SERVICE_RESTART = 1012
 RESTART_REASON = "service restart"
+FENCED_REASON = "fenced"
+"""1012 too: another node took this node's games over (``server.cluster.takeover``)."""
 
 ACCEPT_ERROR = "socket.accept() out of system resource"
 
@@ -216,6 +218,9 @@ class Server:
             await self.store.open()
             recorder = self.hub._hooks.recorder
             assert isinstance(recorder, Recorder)
+            if cfg.redis_url and self.store.kind == "postgresql":
+                # nodes share the database: games are owned, fenced, and taken over
+                recorder.owner = self._node_id()
             if self.ratings is not None:
                 await self.ratings.start(self.hub.bots)
             self.restored = await recover(self.hub, self.store, recorder)
@@ -240,14 +245,24 @@ class Server:
         self.port = self._ws.sockets[0].getsockname()[1] if self._ws.sockets else cfg.port
         log.info("stacko server listening on %s; web client at %s", self.url, self.http_url)
 
+    def _node_id(self) -> str:
+        from stacko.server.cluster.node import default_node_id
+
+        return self.config.node_id or default_node_id(self.config.port)
+
     async def _join_cluster(self) -> None:
-        from stacko.server.cluster.node import ClusterCollector, ClusterNode, default_node_id
+        from stacko.server.cluster.node import ClusterCollector, ClusterNode
+        from stacko.server.cluster.takeover import Takeover
 
         cfg = self.config
         node = ClusterNode(
-            self.hub, cfg.redis_url, cfg.node_id or default_node_id(cfg.port),
-            lease_s=cfg.lease_s, gate=self.store,
-        )  # fmt: skip
+            self.hub, cfg.redis_url, self._node_id(), lease_s=cfg.lease_s, gate=self.store
+        )
+        recorder = self.hub._hooks.recorder
+        if self.store is not None and isinstance(recorder, Recorder) and recorder.owner:
+            node.takeover = Takeover(node, self.store, recorder)
+            if self.ratings is not None:
+                node.takeover.on_restored = self.ratings.restore
         await node.start()
         self.cluster = self.hub.cluster = node
         self.metrics.registry.register(ClusterCollector(node))
@@ -291,8 +306,11 @@ class Server:
             "run on. Games in progress come back from what was committed at the next start.",
             self.store.kind, self.store.location, exc,
         )  # fmt: skip
+        # Fenced: another node took this one's games over (it was paused past its lease):
+        # its clients reconnect, through any node, to the new owner.
+        how = (CLOSE_SERVICE_RESTART, FENCED_REASON) if isinstance(exc, Fenced) else None
         for conn in list(self.connections):
-            conn.close_now((CLOSE_INTERNAL, "store_failed"))
+            conn.close_now(how or (CLOSE_INTERNAL, "store_failed"))
         if self.failure is not None and not self.failure.done():
             self.failure.set_result(exc)
 

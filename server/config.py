@@ -158,7 +158,8 @@ _HELP = {
     "redis_url": "redis://HOST:PORT/0 to run as one node of a cluster sharing that Redis "
     "(see README, Many nodes); empty: a single node, no Redis",
     "node_id": "this node's name in the cluster (empty: HOSTNAME-PORT)",
-    "lease_s": "seconds after which a node that stopped renewing its lease counts as dead",
+    "lease_s": "seconds after which a node that stopped renewing its lease counts as dead "
+    "(with a PostgreSQL store shared by the nodes, another node then takes its games over)",
 }
 
 

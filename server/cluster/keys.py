@@ -15,6 +15,10 @@ LOBBY_INFO = "stacko:lobbyinfo"
 """Hash: room code -> ``{"n": node, "i": info}`` for the rooms a lobby index lists."""
 TICKETS = "stacko:qseq"
 """Counter: the order of quick-match tickets."""
+BOOT = "stacko:boot"
+"""A random value set once (``SET NX``) into an empty Redis: when it changes, Redis lost its
+data (a restart) and every lease with it, so no missing lease means a dead node until the
+live ones had a whole lease to re-assert theirs (``server.cluster.takeover``)."""
 
 
 def lease(node: str) -> str:
@@ -63,8 +67,9 @@ return false
 MATCH = """
 local items = redis.call('ZRANGE', KEYS[1], 0, 127)
 for _, t in ipairs(items) do
-  local node, h = string.match(t, '^([^|]*)|[^|]*|([^|]*)|')
-  if node == nil or redis.call('EXISTS', ARGV[3] .. node) == 0 then
+  local node, conn, h = string.match(t, '^([^|]*)|([^|]*)|([^|]*)|')
+  local inc = node and redis.call('GET', ARGV[3] .. node)
+  if node == nil or not inc or tonumber(conn) < tonumber(inc) then
     redis.call('ZREM', KEYS[1], t)
   elseif h ~= ARGV[2] then
     redis.call('ZREM', KEYS[1], t)
@@ -76,8 +81,9 @@ redis.call('ZADD', KEYS[1], n, ARGV[1])
 return redis.call('ZCARD', KEYS[1])
 """
 """Quick match, atomically: pop the oldest live ticket that is not the caller's session's
-(tickets of dead nodes are dropped on the way) and return it, or enqueue the caller's ticket
-and return the queue's length. Tickets are ``node|conn|token hash|nonce|game|account|name``
+(tickets of dead nodes, and of an earlier run of a node that restarted: connection ids
+below its lease's incarnation, are dropped on the way) and return it, or enqueue the caller's
+ticket and return the queue's length. Tickets are ``node|conn|token hash|nonce|game|account|name``
 (``account``: ``id:kind`` of a signed-in session, else empty)."""
 
 

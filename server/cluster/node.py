@@ -41,6 +41,7 @@ from stacko.server.hub import ROOM_ALPHABET, ROOM_CODE_LENGTH, Session
 from stacko.server.room import Peer, Room
 
 if TYPE_CHECKING:
+    from stacko.server.cluster.takeover import Takeover
     from stacko.server.hub import Hub
     from stacko.server.store.base import Store
 
@@ -147,13 +148,21 @@ class ClusterNode:
         self._owner = self.redis.register_script(keys.OWNER)
         self._match = self.redis.register_script(keys.MATCH)
         # Connection ids never repeat across restarts of this node: an owner may still hold
-        # the previous run's RemotePeers (until the lease lapses), and a new connection must
-        # never receive frames meant for an old one.
-        self._ids = itertools.count(time.time_ns() // 1000)
+        # the previous run's RemotePeers, and a new connection must never receive frames
+        # meant for an old one. The first id is this run's incarnation, the lease's value:
+        # an owner that finds a node's lease newer than a peer's id knows that peer is gone
+        # (the node restarted within its lease), as every id of a run is above its start.
+        self.incarnation = time.time_ns() // 1000
+        self._ids = itertools.count(self.incarnation)
+        self.takeover: Takeover | None = None
+        """Set when nodes share a PostgreSQL store: this node takes dead nodes' games over
+        (``server.cluster.takeover``)."""
         self.conn_ids: dict[Peer, int] = {}
         self.local: dict[int, Peer] = {}
         self.touched: dict[Peer, set[str]] = {}
         """Per local connection: the nodes whose rooms it reached (told when it goes)."""
+        self._orphans: dict[Peer, float] = {}
+        """Local connections seated on a node that died, since when (``_rehome``)."""
         self.remote: dict[tuple[str, int], RemotePeer] = {}
         self.remote_sessions: dict[RemotePeer, Session] = {}
         self.by_hash: dict[str, Session] = {}
@@ -218,7 +227,7 @@ class ClusterNode:
         this node's rooms again, and the codes claimed ahead are claimed again (a code another
         node took meanwhile is dropped from the pool)."""
         pipe = self.redis.pipeline(transaction=False)
-        pipe.set(keys.lease(self.node_id), str(os.getpid()), px=int(self.lease_s * 1000))
+        pipe.set(keys.lease(self.node_id), str(self.incarnation), px=int(self.lease_s * 1000))
         for code, room in self.hub.rooms.items():
             pipe.hset(keys.ROOMS, code, self.node_id)
             if room.listed_at:
@@ -251,13 +260,22 @@ class ClusterNode:
                 return
             try:
                 renewed = await self.redis.set(
-                    keys.lease(self.node_id), str(os.getpid()), px=int(self.lease_s * 1000), xx=True
+                    keys.lease(self.node_id),
+                    str(self.incarnation),
+                    px=int(self.lease_s * 1000),
+                    xx=True,
                 )
                 if not renewed:
                     log.warning("the lease of node %s had expired: re-asserting", self.node_id)
+                    if self.takeover is not None:
+                        self.takeover.interrupted()
+                        if not await self.takeover.still_mine():
+                            return  # taken over meanwhile: fail-stop, nothing registered
                     await self._assert_lease()
                 self.up = True
                 await self._check_remote_nodes()
+                if self.takeover is not None:
+                    await self._take_over()
                 await self._queue_sizes()
                 self._forget_sessions()
                 if len(self.codes) < CODE_POOL // 2:
@@ -265,7 +283,18 @@ class ClusterNode:
             except REDIS_ERRORS as exc:
                 self._redis_failed(exc)
 
+    async def _take_over(self) -> None:
+        assert self.takeover is not None
+        try:
+            await self.takeover.scan()
+        except REDIS_ERRORS:
+            raise
+        except Exception:  # the store answered badly: try again at the next tick
+            log.exception("node %s: a takeover failed", self.node_id)
+
     def _redis_failed(self, exc: BaseException) -> None:
+        if self.takeover is not None:
+            self.takeover.interrupted()
         self.redis_errors += 1
         if self.up:
             log.warning("Redis unreachable: %s", exc)
@@ -280,17 +309,83 @@ class ClusterNode:
             }
 
     async def _check_remote_nodes(self) -> None:
-        """The clients of a node whose lease expired are gone: their seats get the grace."""
-        nodes = sorted({node for node, _ in self.remote})
+        """The clients of a node whose lease expired are gone, and so are those of an
+        earlier run of a node that restarted (ids below its incarnation, the lease's value):
+        their seats get the grace. Cached owners that died are forgotten (their rooms may
+        have been taken over)."""
+        found = {node for node, _ in self.remote} | set(self.owners.values())
+        if self.takeover is not None:  # the rooms its clients reached may be taken over
+            found.update(*self.touched.values())
+            found.discard(self.node_id)
+        nodes = sorted(found)
         if not nodes:
             return
         pipe = self.redis.pipeline(transaction=False)
         for node in nodes:
+            pipe.get(keys.lease(node))
+        leases = dict(zip(nodes, await pipe.execute(), strict=True))
+        for node, conn in list(self.remote):
+            lease = leases.get(node)
+            if lease is None or not lease.isdigit() or conn < int(lease):
+                self._gone(node, conn)
+        dead = {node for node, lease in leases.items() if lease is None}
+        if dead:
+            self.owners = {c: n for c, n in self.owners.items() if n not in dead}
+        if self.takeover is not None:
+            await self._rehome(dead)
+
+    async def _rehome(self, dead: set[str]) -> None:
+        """Local clients seated in rooms of a node that died stay connected here: once
+        another node took those rooms over (the session directory names it), their seats
+        there get these connections back, as a resume would (without it a client waiting
+        for its opponent would never hear of the room again)."""
+        now = time.monotonic()
+        if dead:
+            for peer, reached in self.touched.items():
+                if reached & dead:
+                    self._orphans.setdefault(peer, now)
+        if not self._orphans:
+            return
+        for peer in [p for p, since in self._orphans.items() if now - since > 4 * self.lease_s]:
+            del self._orphans[peer]  # given up: the client may still resume by itself
+            self.touched.get(peer, set()).difference_update(dead)
+        orphans = [
+            (peer, session)
+            for peer in list(self._orphans)[:256]
+            if (session := getattr(peer, "session", None)) is not None and peer in self.conn_ids
+        ]
+        pipe = self.redis.pipeline(transaction=False)
+        for _, session in orphans:
+            pipe.hgetall(keys.session(keys.token_hash(session.token)))
+        seats: list[dict[bytes, bytes]] = await pipe.execute()
+        owners = {n.decode() for found in seats for n in found.values()}
+        for peer, _ in orphans:
+            owners.update(self.touched.get(peer, ()))
+        check = sorted(owners - {self.node_id})
+        pipe = self.redis.pipeline(transaction=False)
+        for node in check:
             pipe.exists(keys.lease(node))
-        for node, alive in zip(nodes, await pipe.execute(), strict=True):
-            if not alive:
-                for key in [k for k in self.remote if k[0] == node]:
-                    self._gone(key[0], key[1])
+        alive = dict(zip(check, await pipe.execute(), strict=True))
+        for (peer, session), found in zip(orphans, seats, strict=True):
+            waiting = False
+            told: set[str] = set()
+            for code, node in sorted((c.decode(), n.decode()) for c, n in found.items()):
+                if node == self.node_id:
+                    continue  # taken over here: the seat had this connection back at once
+                if not alive.get(node):
+                    waiting = True  # not taken over yet
+                    continue
+                self.owners[code] = node
+                if node not in told:
+                    told.add(node)
+                    self.touched.setdefault(peer, set()).add(node)
+                    conn, token = self._conn(peer), session.token
+                    self.post_item(node, ["resume", self.node_id, conn, token, session.name, 1])
+            if not waiting:
+                self._orphans.pop(peer, None)
+                nodes = self.touched.get(peer)
+                if nodes:  # nothing of it is on a node still dead: no "gone" to send there
+                    nodes -= {n for n in nodes if n != self.node_id and not alive.get(n)}
 
     async def _queue_sizes(self) -> None:
         pipe = self.redis.pipeline(transaction=False)
@@ -427,6 +522,7 @@ class ClusterNode:
         if ticket is not None:
             ticket.session.queued_for = None
             self.command("zrem", keys.queue(ticket.game), ticket.text)
+        self._orphans.pop(peer, None)
         for node in self.touched.pop(peer, ()):
             self.post_item(node, ["gone", self.node_id, conn])
 
@@ -482,6 +578,9 @@ class ClusterNode:
             self._redis_failed(exc)
             rooms, alive = {}, {}
         rooms = {c: n for c, n in rooms.items() if n in alive}
+        for code, node in rooms.items():  # where its requests go from now on
+            if alive[node]:
+                self.owners[code] = node
         self._welcome(peer, session, msg, known, rooms)
         if not rooms:
             return
@@ -497,6 +596,11 @@ class ClusterNode:
                     f"room {code} is on a node that stopped; its game comes back when that "
                     "node restarts: resume again later"
                 )
+                if self.takeover is not None:
+                    stopped.message = (
+                        f"room {code} is on a node that stopped; another node takes its game "
+                        f"over within {self.lease_s:g} s: resume again then"
+                    )
                 peer.send(frames.from_exception(stopped, room=code))
 
     def _conn(self, peer: Peer) -> int:
@@ -640,9 +744,20 @@ class ClusterNode:
         finally:
             self._applying = False
 
-    def _resume_here(self, node: str, conn: int, token: str, name: str) -> None:
-        """A client resumed through ``node``: its seats here get the new connection."""
+    def _resume_here(
+        self, node: str, conn: int, token: str, name: str, only_if_away: bool = False
+    ) -> None:
+        """A client resumed through ``node``: its seats here get the new connection.
+        ``only_if_away`` (``_rehome``: the connection is an old one): unless one of them
+        has a connection already (the client resumed by itself meanwhile)."""
         hub = self.hub
+        if only_if_away:
+            session = hub.sessions.get(token)
+            for room in session.rooms.values() if session is not None else ():
+                seat = room.seat_of(session)
+                player = room.players[seat] if seat is not None else None
+                if player is not None and player.peer is not None:
+                    return
         known = (
             token in hub.sessions
             or keys.token_hash(token) in self.by_hash
@@ -822,7 +937,7 @@ class ClusterNode:
         if what == "gone":
             self._gone(item[1], item[2])
         elif what == "resume":
-            self._resume_here(item[1], item[2], item[3], item[4])
+            self._resume_here(item[1], item[2], item[3], item[4], len(item) > 5)
         elif what == "matched":
             self._matched(item[1], item[2])
         elif what == "kick":
@@ -944,6 +1059,11 @@ class ClusterCollector:
             value=n.inbox_lag_s,
         )
         yield GaugeMetricFamily("stacko_cluster_redis_up", "Redis reachable.", value=int(n.up))
+        yield CounterMetricFamily(
+            "stacko_cluster_takeovers",
+            "Games this node took over from nodes whose lease expired (a shared PostgreSQL).",
+            value=n.takeover.taken if n.takeover is not None else 0,
+        )
         queue = GaugeMetricFamily(
             "stacko_cluster_queue_size", "Quick-match tickets waiting.", labels=["game"]
         )

@@ -41,6 +41,22 @@ class StoreError(Exception):
     """The store cannot be used (a clear message for the operator; the server exits)."""
 
 
+FENCE = "FENCE"
+"""A pseudo statement, ``(FENCE, (game_id, owner, epoch))``: the change that carries it
+commits only if the game's row still names ``owner`` and ``epoch`` (checked, with the row
+locked, in the same transaction). Only the PostgreSQL backend is shared by nodes that take
+games over (``server.cluster.takeover``); the other backends never see one."""
+
+
+class Fenced(StoreError):
+    """A change of a game another node has taken over: nothing of its batch was committed.
+    Fail-stop, as for any failed commit: this node's picture of those games is stale."""
+
+    def __init__(self, games: list[str]) -> None:
+        super().__init__(f"games taken over by another node: {', '.join(sorted(games))}")
+        self.games = games
+
+
 @dataclass
 class StoreStats:
     """Counters for ``/metrics`` (plain ints and floats; read when scraped)."""
@@ -146,6 +162,8 @@ def runs(batch: Sequence[tuple[int, list[Op]]]) -> list[tuple[str, list[tuple[An
     out: list[tuple[str, list[tuple[Any, ...]]]] = []
     for _, ops in batch:
         for sql, params in ops:
+            if sql is FENCE:
+                continue  # checked by the backend before the statements
             if out and out[-1][0] == sql:
                 out[-1][1].append(params)
             else:
@@ -255,6 +273,10 @@ class Store:
         self._waiters = []
         self.on_failure(exc)
 
+    def fail(self, exc: BaseException) -> None:
+        """Fail-stop from outside the writer: a node that finds its games taken over."""
+        self._failed(exc)
+
     def _log_failure(self, exc: BaseException) -> None:
         log.critical("the %s store failed, nothing more can be committed: %s", self.kind, exc)
 
@@ -360,6 +382,43 @@ class Store:
             "AND game_id NOT IN (SELECT value FROM json_each(?))",
             (after, upto, orjson.dumps(list(keep)).decode()),
         )
+
+    async def claim_own(self, owner: str) -> dict[str, int]:
+        """At the start of a node that shares the store (``owner``): its games in progress
+        and those of no owner (a single node's, from before the cluster), each with its
+        epoch bumped (compare-and-set: a node taking them over at the same moment loses, or
+        fences this one). ``{game_id: epoch}``."""
+        rows = await self.fetch(
+            "UPDATE games SET owner = ?, epoch = epoch + 1 WHERE status = 'playing' "
+            "AND (owner = ? OR owner IS NULL) RETURNING id, epoch",
+            (owner, owner),
+        )
+        return {str(i): int(e) for i, e in rows}
+
+    CHUNK = 500
+    """Games per ``IN (...)`` list when reading some games' records."""
+
+    async def games_rows(self, ids: list[str]) -> list[tuple[Any, ...]]:
+        """``GAME_COLUMNS`` rows of the games ``ids``, by ``started_ms``."""
+        rows: list[tuple[Any, ...]] = []
+        for i in range(0, len(ids), self.CHUNK):
+            part = ids[i : i + self.CHUNK]
+            marks = ", ".join("?" * len(part))
+            sql = f"SELECT {self.GAME_COLUMNS} FROM games WHERE id IN ({marks})"
+            rows += await self.fetch(sql, tuple(part))
+        return sorted(rows, key=lambda r: (r[10], r[0]))
+
+    async def games_sessions(self, ids: list[str]) -> list[tuple[Any, ...]]:
+        """As ``in_progress_sessions``, of the games ``ids``."""
+        rows: list[tuple[Any, ...]] = []
+        for i in range(0, len(ids), self.CHUNK):
+            part = ids[i : i + self.CHUNK]
+            marks = ", ".join("?" * len(part))
+            rows += await self.fetch(
+                f"SELECT game_id, seat, token_hash FROM sessions WHERE game_id IN ({marks})",
+                tuple(part),
+            )
+        return rows
 
     async def in_progress_sessions(self) -> list[tuple[Any, ...]]:
         """``(game_id, seat, token_hash)`` of every game in progress."""

@@ -6,6 +6,11 @@ the held frames when the commit returns. Reads use a second connection. If Postg
 away, the next commit fails and the server stops (fail-stop, exit status 1): a supervisor
 that restarts it gets the games back once the database answers again (while it does not,
 the server refuses to start, with a message, exit status 2).
+
+Fencing (nodes sharing the database, ``server.cluster.takeover``): a change may carry
+``FENCE`` entries; the transaction then first reads (``FOR SHARE``: a takeover's
+compare-and-set waits for this commit) the owner and epoch of those games, and a mismatch
+rolls everything back (``Fenced``, fail-stop).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from stacko.server.store.base import Op, Store, StoreError, runs
+from stacko.server.store.base import FENCE, Fenced, Op, Store, StoreError, runs
 from stacko.server.store.schema import DIALECT, MIGRATIONS, VERSION_TABLE, SchemaError, plan
 
 log = logging.getLogger("stacko.store")
@@ -122,6 +127,7 @@ class PostgresStore(Store):
             statements = 0
             try:
                 async with conn.transaction():
+                    await self._check_fences(conn, batch)
                     for sql, rows in runs(batch):
                         if len(rows) == 1:
                             await conn.execute(self._q(sql), *rows[0])
@@ -135,6 +141,23 @@ class PostgresStore(Store):
             self._committed(batch[-1][0], len(batch), statements, time.perf_counter() - started)
             if stopping:
                 return
+
+    @staticmethod
+    async def _check_fences(conn: Any, batch: list[tuple[int, list[Op]]]) -> None:
+        fences: dict[str, tuple[str, int]] = {}
+        for _, ops in batch:
+            for sql, params in ops:
+                if sql is FENCE:
+                    fences[params[0]] = (params[1], params[2])
+        if not fences:
+            return
+        rows = await conn.fetch(
+            "SELECT id, owner, epoch FROM games WHERE id = ANY($1::text[]) FOR SHARE",
+            list(fences),
+        )
+        lost = [r[0] for r in rows if (r[1], r[2]) != fences[r[0]]]
+        if lost:
+            raise Fenced(lost)
 
     async def close(self) -> None:
         if self._task is not None:

@@ -38,7 +38,7 @@ from stacko.engine.games import GAMES
 from stacko.engine.outcome import Termination
 from stacko.protocol.games import CODECS, GameCodec
 from stacko.protocol.games.common import outcome_to_wire
-from stacko.server.store.base import Op, Store
+from stacko.server.store.base import FENCE, Op, Store
 
 log = logging.getLogger("stacko.store")
 
@@ -124,6 +124,10 @@ class GameRecord:
     events: list[tuple[Any, ...]] = field(default_factory=list)
     """Every event so far, as ``EVENT_SQL``'s parameters: written whole into ``events``
     when the game ends, and into the log again when the log is compacted."""
+    owner: str | None = None
+    """The node that serves the game, when nodes share the store; then every change is
+    fenced by ``owner`` and ``epoch`` (``server.store.base.FENCE``)."""
+    epoch: int = 0
 
 
 EVENT_SQL = (
@@ -150,10 +154,11 @@ COMPACT_CHUNK_IDS = 20_000
 
 
 ROOM_SQL = (
-    "INSERT INTO rooms (code, game, options, public, rated, seats, game_id, updated_ms) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (code) DO UPDATE SET game = excluded.game, "
+    "INSERT INTO rooms (code, game, options, public, rated, seats, game_id, updated_ms, owner) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (code) DO UPDATE SET game = excluded.game, "
     "options = excluded.options, public = excluded.public, rated = excluded.rated, "
-    "seats = excluded.seats, game_id = excluded.game_id, updated_ms = excluded.updated_ms"
+    "seats = excluded.seats, game_id = excluded.game_id, updated_ms = excluded.updated_ms, "
+    "owner = excluded.owner"
 )
 
 
@@ -181,9 +186,26 @@ class Recorder:
         self.on_finish: Any = None
         """``(room, game_id, outcome, at_ms) -> ops`` written with the result (the new
         ratings, ``server.ratings``)."""
+        self.owner: str | None = None
+        """This node's id when nodes share the store and take each other's games over
+        (PostgreSQL with ``--redis-url``): games are recorded as its own, and fenced."""
+        self.hub_sessions: dict[str, Any] = {}
+        """The hub's sessions (token -> session): where a revived session goes."""
+        self.dormant: dict[str, Any] = {}
+        """Token hash -> the session of seats restored from the store, until a ``hello``
+        (or a forwarded request) with its token revives it (``revive``)."""
+
+    def revive(self, token: str) -> Any:
+        """``hub.revive``: the restored session ``token`` holds seats in, if any."""
+        session = self.dormant.pop(token_hash(token), None)
+        if session is None or not session.rooms:
+            return None
+        session.token = token
+        self.hub_sessions[token] = session
+        return session
 
     def begin(self, room: Any, rng: random.Random) -> random.Random:
-        rec = GameRecord(new_game_id(), RecordingRng(rng))
+        rec = GameRecord(new_game_id(), RecordingRng(rng), owner=self.owner)
         players = []
         for seat, p in enumerate(room.players):
             players.append({"seat": seat, "name": p.name, "bot": p.bot_level})
@@ -199,12 +221,12 @@ class Recorder:
             0,
             (
                 "INSERT INTO games (id, code, game, variant, options, rules_version, public, "
-                "players, player0, player1, status, started_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'playing', ?)",
+                "players, player0, player1, status, started_ms, owner) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'playing', ?, ?)",
                 (
                     rec.id, room.code, room.spec.name, getattr(room.options, "variant", None),
                     _dumps(options), RULES_VERSION, int(room.public), _dumps(players),
-                    players[0]["name"], players[1]["name"], _ms(self.clock.time()),
+                    players[0]["name"], players[1]["name"], _ms(self.clock.time()), rec.owner,
                 ),
             ),
         )  # fmt: skip
@@ -241,6 +263,7 @@ class Recorder:
                     (
                         room.code, room.spec.name, _dumps(options), int(room.public),
                         int(room.rated), _dumps(seats), room.game_id, _ms(self.clock.time()),
+                        self.owner,
                     ),
                 )
             ]
@@ -275,8 +298,10 @@ class Recorder:
         params = (rec.id, seq, kind, seat, ply, orjson.dumps(payload).decode(), at)
         rec.events.append(params)
         ops = rec.pending
-        if ops:
+        if ops:  # the game's row is in this change: nothing to fence yet
             rec.pending = []
+        elif rec.owner is not None:
+            ops = [(FENCE, (rec.id, rec.owner, rec.epoch))]
         else:
             ops = []
         if outcome is None:  # into the log; the last one goes with the whole record below
@@ -338,6 +363,8 @@ class Recorder:
             ops: list[Op] = []
             for rec in live[i : i + COMPACT_CHUNK_GAMES]:
                 if self.live.get(rec.id) is rec:  # still in progress
+                    if rec.owner is not None:  # nodes share the store: only while it is ours
+                        ops.append((FENCE, (rec.id, rec.owner, rec.epoch)))
                     ops += [(LOG_SQL, e) for e in rec.events]
                     rewritten.add(rec.id)
             if ops:
@@ -460,14 +487,20 @@ def _dormant(dormant: dict[str, Any], h: str | None, name: str) -> Any:
     return session
 
 
-async def _restore_rooms(hub: Any, store: Store, dormant: dict[str, Any]) -> int:
+async def _restore_rooms(
+    hub: Any, store: Store, dormant: dict[str, Any], owner: str | None = None
+) -> int:
     """Rooms without a game in progress (``rooms``): waiting for a player, or finished and
     waiting for a rematch (the finished game replayed, so the room shows it as before).
     Returns the number restored."""
     from stacko.server.room import Player, Room
 
     restored = 0
-    rows = await store.fetch("SELECT code, game, options, public, rated, seats, game_id FROM rooms")
+    columns = "SELECT code, game, options, public, rated, seats, game_id FROM rooms"
+    if owner is None:
+        rows = await store.fetch(columns)
+    else:  # nodes sharing the store: this node's rooms (a dead node's are not taken over)
+        rows = await store.fetch(f"{columns} WHERE owner = ? OR owner IS NULL", (owner,))
     for code, name, options_text, public, rated, seats_text, game_id in rows:
         if code in hub.rooms:  # its game in progress is back already
             continue
@@ -531,20 +564,53 @@ async def _restore_rooms(hub: Any, store: Store, dormant: dict[str, Any]) -> int
 async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
     """Rebuild every game in progress into a room of ``hub`` (same code), seats disconnected
     with a fresh grace, then every other open room (waiting for a player or a rematch); a
-    session token from before resumes its seats (``hub.revive``). Returns the number of
-    rooms restored."""
+    session token from before resumes its seats (``hub.revive``). With ``recorder.owner``
+    (nodes sharing the store), only this node's games and rooms (and those of no owner), its
+    games claimed again with a new epoch. Returns the number of rooms restored."""
+    recorder.hub_sessions = hub.sessions
+    hub.revive = recorder.revive
+    claimed = None if recorder.owner is None else await store.claim_own(recorder.owner)
+    restored = len(await restore(hub, store, recorder, claimed))
+    restored += await _restore_rooms(hub, store, recorder.dormant, recorder.owner)
+    ((rows,),) = await store.fetch("SELECT count(*) FROM event_log")
+    recorder.log_rows = int(rows)  # a log grown long before the restart is compacted soon
+    return restored
+
+
+async def restore(
+    hub: Any, store: Store, recorder: Recorder, claimed: dict[str, int] | None
+) -> list[Any]:
+    """Rebuild games in progress into rooms of ``hub``: those of ``claimed`` (game id ->
+    the epoch this node holds them at: a start, or a takeover), or every one (``None``).
+    A seat whose session is live here already (its player is connected to this node) gets
+    that session back at once; the others wait in ``recorder.dormant``."""
     from stacko.server.hub import Session
     from stacko.server.room import Player, Room
 
-    dormant: dict[str, Session] = {}
-    restored = 0
+    dormant: dict[str, Session] = recorder.dormant
+    live: dict[str, Session] = {}
+    if claimed is not None:
+        if not claimed:
+            return []
+        ids = sorted(claimed)
+        events_rows = await store.in_progress_events(ids)
+        session_rows = await store.games_sessions(ids)
+        game_rows = [r for r in await store.games_rows(ids) if r[8] == "playing"]
+        for token, s in hub.sessions.items():
+            if token:
+                live[token[1:] if token.startswith("?") else token_hash(token)[:32]] = s
+    else:
+        events_rows = await store.in_progress_events()
+        session_rows = await store.in_progress_sessions()
+        game_rows = await store.in_progress()
+    restored: list[Any] = []
     by_game: dict[str, list[tuple[Any, ...]]] = {}
-    for game_id, *rest in await store.in_progress_events():
+    for game_id, *rest in events_rows:
         by_game.setdefault(game_id, []).append(tuple(rest))
     hashes_by_game: dict[str, dict[int, str]] = {}
-    for game_id, seat, h in await store.in_progress_sessions():
+    for game_id, seat, h in session_rows:
         hashes_by_game.setdefault(game_id, {})[int(seat)] = h
-    for row in await store.in_progress():
+    for row in game_rows:
         game_id, code, name = row[0], row[1], row[2]
         try:
             spec, codec = GAMES[name], CODECS[name]
@@ -560,6 +626,7 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
         hashes = hashes_by_game.get(game_id, {})
         room = Room(code, spec, codec, options, clock_ms, bool(row[6]), hub._hooks)
         seats: list[Player | None] = []
+        back: list[tuple[int, Any]] = []
         for p in orjson.loads(row[7]):
             if p["bot"] is not None:
                 try:
@@ -569,7 +636,12 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
                     break
                 seats.append(Player(p["name"], bot=bot, bot_level=p["bot"]))
                 continue
-            session = _dormant(dormant, hashes.get(int(p["seat"])), p["name"])
+            h = hashes.get(int(p["seat"]))
+            session = None if h is None else live.get(h[:32])
+            if session is not None and session.peer is not None:
+                back.append((len(seats), session.peer))
+            if session is None:
+                session = _dormant(dormant, h, p["name"])
             session.rooms[code] = room
             seats.append(Player(p["name"], session=session))
         if len(seats) != 2:
@@ -579,6 +651,8 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
         rec.events = [(game_id, *r) for r in by_game[game_id]]
         recorder.live[game_id] = rec
         recorder.live_events += len(rec.events)
+        if claimed is not None:
+            rec.owner, rec.epoch = recorder.owner, claimed[game_id]
         game = r.game
         game.rng = rec.rng  # type: ignore[attr-defined]  # both engines keep theirs there
         room.record = rec
@@ -588,19 +662,7 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
         for seat, p in enumerate(seats):
             if p is not None and p.bot is None:
                 room.dropped(seat)
-        restored += 1
-
-    restored += await _restore_rooms(hub, store, dormant)
-    ((rows,),) = await store.fetch("SELECT count(*) FROM event_log")
-    recorder.log_rows = int(rows)  # a log grown long before the restart is compacted soon
-
-    def revive(token: str) -> Session | None:
-        session = dormant.pop(token_hash(token), None)
-        if session is None or not session.rooms:
-            return None
-        session.token = token
-        hub.sessions[token] = session
-        return session
-
-    hub.revive = revive
+        for seat, peer in back:  # connected here: the seat and its view at once
+            room.returned(seat, peer)
+        restored.append(room)
     return restored

@@ -27,11 +27,16 @@ databases, exact to compare, and what the wire already uses (``deadline_ms``).
               (in sorted order), to limit rated games between the same pair on every node;
               and ``games.rated`` (schema 4): whether a rated room's game is rated.
 ``schema_version`` a single row: the version of the schema in the file.
+
+Ownership (``_OWNERSHIP``, schema 5): ``games.owner`` (and ``rooms.owner``) names the cluster node that serves a game in
+progress and ``games.epoch`` counts its changes of owner. A node takes over a dead node's
+game with a compare-and-set on both (``server.cluster.takeover``), and every append of an
+owner checks them in its own transaction (fencing). Single nodes leave ``owner`` NULL.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Bump it with a new entry in ``MIGRATIONS`` (the SQL that takes version N-1 to N)."""
 
 _V1 = (
@@ -187,7 +192,25 @@ _V4 = (
     "ALTER TABLE games ADD COLUMN rated INTEGER",
 )
 
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+_OWNERSHIP = (
+    "ALTER TABLE games ADD COLUMN owner TEXT",
+    "ALTER TABLE games ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0",
+    # what a node looks for on every lease tick: the games in progress of other owners
+    "CREATE INDEX games_owner ON games (status, owner)",
+    # a room without a game in progress comes back on its own node only (``recorder.recover``)
+    "ALTER TABLE rooms ADD COLUMN owner TEXT",
+)
+
+OWNERSHIP_VERSION = 5
+"""The version that adds ``_OWNERSHIP`` (renumber here alone if another migration lands first)."""
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: _V1,
+    2: _V2,
+    3: _V3,
+    4: _V4,
+    OWNERSHIP_VERSION: _OWNERSHIP,
+}
 """version -> the statements that take the schema from version - 1 to it (0: empty)."""
 
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"

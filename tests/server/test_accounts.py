@@ -143,6 +143,8 @@ async def test_a_version_1_database_is_migrated_and_keeps_its_games(open_store, 
     assert await again.fetch("SELECT count(*) FROM accounts") == [(0,)]
     assert await again.fetch("SELECT account0, account1 FROM games") == [(None, None)]
     assert await again.fetch("SELECT count(*) FROM rated_pairs") == [(0,)]
+    # every later migration ran too (ownership: a game of no owner, at epoch 0)
+    assert await again.fetch("SELECT owner, epoch FROM games") == [(None, 0)]
     assert set(MIGRATIONS) == set(range(1, SCHEMA_VERSION + 1))
 
 

@@ -96,7 +96,7 @@ async def test_a_type_that_is_not_a_string_is_unknown_type(harness) -> None:
 
 def test_protocol_lists_every_close_reason_the_server_sends() -> None:
     """The close-code table names the reasons the server and websockets really send."""
-    from stacko.server.app import SHUTDOWN_REASON
+    from stacko.server.app import FENCED_REASON, RESTART_REASON, SHUTDOWN_REASON
 
     text = (ROOT / "PROTOCOL.md").read_text()
     closes = text.split("**Close codes**", 1)[1].split("\n\n", 2)[1]
@@ -105,6 +105,8 @@ def test_protocol_lists_every_close_reason_the_server_sends() -> None:
         (1008, "slow_consumer"),
         (1011, "internal_error"),
         (1011, "keepalive ping timeout"),  # websockets' own keepalive
+        (1012, RESTART_REASON),
+        (1012, FENCED_REASON),
     ]:
         rows = [r for r in closes.splitlines() if r.startswith(f"| {code} |")]
         assert any(f"`{reason}`" in r for r in rows), (code, reason)
