@@ -28,10 +28,11 @@ databases, exact to compare, and what the wire already uses (``deadline_ms``).
               and ``games.rated`` (schema 4): whether a rated room's game is rated.
 ``schema_version`` a single row: the version of the schema in the file.
 
-Ownership (``_OWNERSHIP``, schema 5): ``games.owner`` (and ``rooms.owner``) names the cluster node that serves a game in
-progress and ``games.epoch`` counts its changes of owner. A node takes over a dead node's
-game with a compare-and-set on both (``server.cluster.takeover``), and every append of an
-owner checks them in its own transaction (fencing). Single nodes leave ``owner`` NULL.
+Ownership (``_OWNERSHIP``, schema 5): ``games.owner`` names the cluster node that serves a
+game in progress and ``games.epoch`` counts its changes of owner (``rooms.owner``: the node
+of a room without a game in progress). A node takes over a dead node's game with a
+compare-and-set on both (``server.cluster.takeover``), and every append of an owner checks
+them in its own transaction (fencing). Single nodes leave ``owner`` NULL.
 """
 
 from __future__ import annotations
