@@ -277,8 +277,8 @@ async def test_a_paused_owner_is_fenced(nodes):
             plies = [
                 r[0]
                 for r in await conn.fetch(
-                    "SELECT e.ply FROM events e JOIN games g ON g.id = e.game_id "
-                    "WHERE g.code = $1 ORDER BY e.seq",
+                    "SELECT e.ply FROM event_log e JOIN games g ON g.id = e.game_id "
+                    "WHERE g.code = $1 ORDER BY e.seq, e.id",
                     code,
                 )
             ]

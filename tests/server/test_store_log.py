@@ -145,6 +145,10 @@ async def test_a_schema_2_database_is_migrated_with_its_games(make_harness, stor
             # and what schema 4 (accounts across nodes) added after it
             ("DROP TABLE rated_pairs", ()),
             ("ALTER TABLE games DROP COLUMN rated", ()),
+            # and schema 5's (ownership)
+            ("DROP INDEX games_owner", ()),
+            ("ALTER TABLE games DROP COLUMN owner", ()),
+            ("ALTER TABLE games DROP COLUMN epoch", ()),
             *[
                 (f"DROP INDEX {sql.split()[2]}", ())
                 for sql in MIGRATIONS[3]
