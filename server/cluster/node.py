@@ -829,7 +829,8 @@ class ClusterNode:
 
     async def _flush_loop(self) -> None:
         while not self._stopping:
-            await self._wake.wait()  # woken the turn after a post: that turn's posts are in
+            await self._wake.wait()
+            await asyncio.sleep(0)  # the rest of this loop turn joins the batch
             self._wake.clear()
             if self._stopping:
                 return
