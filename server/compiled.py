@@ -24,6 +24,7 @@ MODULES = (
     "stacko.protocol.frames",
     "stacko.protocol.games.stacko_encode",
     "stacko.server.batch",
+    "stacko.server.cluster.link",
     "stacko.server.connection",
     "stacko.server.hub",
     "stacko.server.metrics",

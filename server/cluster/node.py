@@ -36,6 +36,7 @@ from stacko.engine.games import GAMES
 from stacko.protocol import frames, messages
 from stacko.protocol.errors import ErrorCode, ProtocolError
 from stacko.server.cluster import keys
+from stacko.server.cluster.link import Link
 from stacko.server.cluster.presence import Presence
 from stacko.server.hub import ROOM_ALPHABET, ROOM_CODE_LENGTH, Session
 from stacko.server.room import Peer, Room
@@ -60,10 +61,15 @@ CODE_POOL = 256
 INBOX_MAXLEN = 100_000
 """Entries an inbox stream keeps (approximately): a node that was away does not need more."""
 REDIS_CONNECTIONS = 32
-"""Connections one node opens to Redis at most (one is the inbox reader's)."""
+"""Connections of the pool (requests off the per-move path); the inbox reader and the
+writer have one each besides."""
+READ_COUNT = 1024
+"""Inbox entries one XREAD returns at most (all of them are handled in one pass)."""
 BLOCK_MS = 500
 """How long one XREAD waits for the inbox (a stopping node's reader ends within it)."""
 REDIS_ERRORS = (RedisError, OSError, asyncio.TimeoutError)
+FIELDS = tuple(str(i) for i in range(64))
+"""Field names of one inbox entry's messages (one field per message)."""
 
 
 def default_node_id(port: int) -> str:
@@ -142,6 +148,9 @@ class ClusterNode:
             socket_timeout=max(1.0, lease_s / 3), socket_connect_timeout=1.0,
         )  # fmt: skip
         self.redis = aioredis.Redis(connection_pool=pool)
+        # The hot path's two connections, each held by its task (``link.py``: why not the pool)
+        self._reader = Link(url, max(1.0, lease_s / 3))
+        self._writer = Link(url, max(1.0, lease_s / 3))
         self.up = False
         """Whether the last Redis command worked (``/healthz``, and the fast refusals)."""
         self.inbox = keys.inbox(node_id)
@@ -220,6 +229,9 @@ class ClusterNode:
             await self.redis.delete(keys.lease(self.node_id))
         with contextlib.suppress(*REDIS_ERRORS):
             await self.redis.aclose()
+        for link in (self._reader, self._writer):
+            with contextlib.suppress(*REDIS_ERRORS):
+                await link.close()
 
     async def _assert_lease(self, fresh: bool = False) -> None:
         """(Re)take the lease and re-assert what this node owns: after a start, a Redis
@@ -895,25 +907,28 @@ class ClusterNode:
     # -- the inbox ------------------------------------------------------------------------
 
     async def _read_inbox(self) -> None:
+        link = self._reader
         while not self._stopping:
+            xread = ("XREAD", "COUNT", READ_COUNT, "BLOCK", BLOCK_MS, "STREAMS", self.inbox,
+                     self._last_id)  # fmt: skip
             try:
-                got: Any = await self.redis.xread(
-                    {self.inbox: self._last_id}, count=256, block=BLOCK_MS
-                )
+                (got,) = await link.exchange((xread,), BLOCK_MS / 1000)
             except REDIS_ERRORS as exc:
                 self._redis_failed(exc)
                 await asyncio.sleep(0.2)
                 continue
-            for _, entries in got:
-                for entry_id, fields in entries:
-                    self._last_id = entry_id.decode()
-                    sent_ms = int(self._last_id.split("-")[0])
-                    self.inbox_lag_s = max(0.0, time.time() - sent_ms / 1e3)
-                    try:
-                        for value in fields.values():
-                            self._dispatch(value)
-                    except Exception:
-                        log.exception("a bad inbox entry %s", self._last_id)
+            if not got:
+                continue  # nothing within BLOCK_MS
+            entries = got[0][1]  # raw RESP: [[stream, [[id, [field, value, ...]], ...]]]
+            for entry_id, fields in entries:
+                try:
+                    for value in fields[1::2]:
+                        self._dispatch(value)
+                except Exception:
+                    log.exception("a bad inbox entry %r", entry_id)
+            last = entries[-1][0].decode()
+            self._last_id = last
+            self.inbox_lag_s = max(0.0, time.time() - int(last.split("-", 1)[0]) / 1e3)
 
     def _dispatch(self, value: bytes) -> None:
         """One inbox message: ``o<conn> <frame>`` (a frame for a local client),
@@ -979,24 +994,30 @@ class ClusterNode:
         if not out and not cmds:
             return
         self._out, self._cmds = {}, []
-        pipe = self.redis.pipeline(transaction=False)
-        for node, items in out.items():
-            fields: dict[Any, Any] = {str(i): item for i, item in enumerate(items)}
-            pipe.xadd(keys.inbox(node), fields, maxlen=INBOX_MAXLEN, approximate=True)
-        for cmd in cmds:
-            if cmd[0] == "lobby":
-                self._lobby_cmds(pipe, cmd[1], cmd[2])
-            elif cmd[0] == "seat":
-                self._seat_cmds(pipe, cmd[1], cmd[2])
-            elif cmd[0] == "presence":
-                self.presence.write(pipe, cmd[1])
-            else:
-                getattr(pipe, cmd[0])(*cmd[1:])
-        try:
+        if out:
+            xadds: list[list[Any]] = []
+            for node, items in out.items():
+                xadd: list[Any] = ["XADD", keys.inbox(node), "MAXLEN", "~", INBOX_MAXLEN, "*"]
+                for i, item in enumerate(items):
+                    xadd += (FIELDS[i] if i < len(FIELDS) else str(i), item)
+                xadds.append(xadd)
+            try:
+                await self._writer.exchange(xadds)
+            except REDIS_ERRORS:
+                self._undelivered(out)
+                raise
+        if cmds:
+            pipe = self.redis.pipeline(transaction=False)
+            for cmd in cmds:
+                if cmd[0] == "lobby":
+                    self._lobby_cmds(pipe, cmd[1], cmd[2])
+                elif cmd[0] == "seat":
+                    self._seat_cmds(pipe, cmd[1], cmd[2])
+                elif cmd[0] == "presence":
+                    self.presence.write(pipe, cmd[1])
+                else:
+                    getattr(pipe, cmd[0])(*cmd[1:])
             await pipe.execute()
-        except REDIS_ERRORS:
-            self._undelivered(out)
-            raise
         self.up = True
 
     def _undelivered(self, out: dict[str, list[bytes]]) -> None:

@@ -179,4 +179,4 @@ def test_the_server_command_installs_and_serves(tmp_path: Path, refusing: bool) 
         proc.wait(30)
         errors.close()
     log = (tmp_path / "stderr.txt").read_text()
-    assert "11 of 11 per-move modules compiled" in log, log[-2000:]
+    assert "12 of 12 per-move modules compiled" in log, log[-2000:]
