@@ -36,6 +36,8 @@ ROOM_CODE_LENGTH = 8
 """8 of 32 letters: 40 bits, so guessing a private room's code at the hello and rate limits
 is hopeless."""
 SERVER_VERSION = "stacko/0.1.0"
+PAGE_CACHE = 16
+"""Encoded ``list_rooms`` pages kept per listing (all stale ones go when it is full)."""
 PENDING_MAX = 16
 """Frames a connection may send after a ``hello`` with an account before its ``welcome``."""
 
@@ -105,14 +107,21 @@ class Listing:
         self.numbers: list[int] = []
         self.rooms: list[Room] = []
         self.live = 0
+        self.version = 0
+        """Changes with every room that joins or leaves the listing, or whose ``info``
+        changes: a page encoded at one version is what a request at the same one gets."""
+        self.pages: dict[int, tuple[int, bytes]] = {}
+        """Encoded pages by cursor: (version, the ``rooms`` answer without its id)."""
 
     def add(self, number: int, room: Room) -> None:
         self.numbers.append(number)
         self.rooms.append(room)
         self.live += 1
+        self.version += 1
 
     def removed(self) -> None:
         self.live -= 1
+        self.version += 1
         if len(self.rooms) - self.live > max(64, self.live):
             pairs = zip(self.numbers, self.rooms, strict=True)
             kept = [(n, r) for n, r in pairs if r.listed_at == n]
@@ -180,6 +189,7 @@ class Hub:
             thinker=thinker if thinker is not None else InlineThinker(schedule_soon),
             bot_budget_s=config.bot_budget_s,
             on_status=self._status_changed,
+            on_info=self._info_changed,
         )
         self._bot_rng = rng_factory()
         self._ids = ids if ids is not None else random.SystemRandom()
@@ -430,15 +440,34 @@ class Hub:
                 )
 
     def _list_rooms(self, peer: Peer, msg: messages.ListRooms) -> None:
+        """A page is encoded once per version of its listing (``PAGE_CACHE`` pages kept per
+        game): five clients asking at the rate limit cost the loop a dict lookup each, not
+        a hundred ``info`` dicts and their encoding (``bench/abuse.py`` ``list_rooms``)."""
         listing = self.listed.get(msg.game)
-        rooms: list[Room] = []
-        after: int | None = None
-        if listing is not None:
-            start = int(msg.cursor) if msg.cursor is not None else 0
-            rooms, after = listing.page(start, self.config.list_rooms_page)
+        if listing is None:
+            peer.send(frames.reply("rooms", msg.id, rooms=[], next=None))
+            return
+        start = int(msg.cursor) if msg.cursor is not None else 0
+        cached = listing.pages.get(start)
+        if cached is not None and cached[0] == listing.version:
+            peer.send(frames.reply_with_id(cached[1], msg.id))
+            return
+        rooms, after = listing.page(start, self.config.list_rooms_page)
         nxt = str(after) if after is not None else None
-        info = [r.info() for r in rooms]
-        peer.send(frames.reply("rooms", msg.id, rooms=info, next=nxt))
+        head = frames.reply_head("rooms", rooms=[r.info() for r in rooms], next=nxt)
+        pages = listing.pages
+        if len(pages) >= PAGE_CACHE:  # cursors are the client's to choose: keep a few
+            pages.clear()
+        pages[start] = (listing.version, head)
+        peer.send(frames.reply_with_id(head, msg.id))
+
+    def _info_changed(self, room: Room) -> None:
+        """A listed room's ``info`` changed: its listings' cached pages are stale."""
+        if room.listed_at:
+            self.listed[None].version += 1
+            listing = self.listed.get(room.spec.name)
+            if listing is not None:
+                listing.version += 1
 
     def _status_changed(self, room: Room) -> None:
         """Keep ``listed`` current: a room is listed while public, open and not finished."""
@@ -455,6 +484,7 @@ class Hub:
             self.listed[room.spec.name].removed()
         else:
             changed = False
+            self._info_changed(room)  # a game started or ended: its status shows
         if room.rated and self.accounts is not None:
             self.accounts.status(room)
         if changed and self.cluster is not None:

@@ -241,3 +241,60 @@ def test_addresses_count_by_ipv4_address_or_ipv6_network():
     assert address_key("2001:db8:1:2:aaaa::1") == address_key("2001:db8:1:2:bbbb::9")
     assert address_key("2001:db8:1:2::1") == "2001:db8:1:2::/64"
     assert address_key("2001:db8:1:3::1") != address_key("2001:db8:1:2::1")
+
+
+def test_a_reply_head_completes_to_the_reply_byte_for_byte():
+    from stacko.protocol import frames
+
+    for rid in (None, 0, 7, "a-b", 'q"\\'):
+        head = frames.reply_head("rooms", rooms=[{"room": "X"}], next="3")
+        assert frames.reply_with_id(head, rid) == frames.reply(
+            "rooms", rid, rooms=[{"room": "X"}], next="3"
+        )
+
+
+async def test_list_rooms_pages_are_encoded_once_until_a_listed_room_changes(make_harness):
+    """Five clients at the rate limit asking for a page of 100 rooms spent the loop on
+    building and encoding it per request: a page is cached until its listing changes, and
+    every change a page shows (a seat taken, a spectator, a connection lost, a game started,
+    a room gone) makes the next request build it again."""
+    h = await make_harness(list_rooms_page=1)
+    a = await h.client("a")
+    first = await h.create(a, SMALL)
+    second = await h.create(a, SMALL)
+    c = await h.client("c")
+
+    async def page(cursor: str | None = None) -> tuple[dict, str | None]:
+        fields = {} if cursor is None else {"cursor": cursor}
+        answer = await c.call("list_rooms", **fields)
+        assert answer["type"] == "rooms" and len(answer["rooms"]) == 1, answer
+        return answer["rooms"][0], answer["next"]
+
+    info, nxt = await page()
+    assert info["room"] == first and [p["name"] for p in info["players"]] == ["a"]
+    assert nxt is not None and (await page(nxt))[0]["room"] == second
+    # Changed behind the hub's back (no hook): a cached page does not show it ...
+    room = h.server.hub.rooms[first]
+    room.players[0].name = "renamed"
+    assert (await page())[0]["players"][0]["name"] == "a"
+    assert (await page(nxt))[0]["room"] == second  # the next page is cached on its own
+    # ... and every change the hub hears of makes the page anew.
+    w = await h.client("w")
+    assert (await w.call("join", room=first, role="spectator"))["type"] == "joined"
+    info, _ = await page()
+    assert info["players"][0]["name"] == "renamed" and info["spectators"] == 1
+    assert (await w.call("leave", room=first))["type"] == "left"
+    assert (await page())[0]["spectators"] == 0
+    b = await h.client("b")
+    assert (await b.call("join", room=first))["type"] == "joined"
+    h.snap(first)
+    info, _ = await page()
+    assert info["status"] == "playing" and len(info["players"]) == 2
+    await b.close()
+    await a.barrier()
+    info, _ = await page()
+    assert [p["connected"] for p in info["players"]] == [True, False]
+    assert (await a.call("leave", room=second))["type"] == "left"
+    answer = await c.call("list_rooms", cursor=nxt)
+    assert answer["rooms"] == [] and answer["next"] is None
+    assert len(h.server.hub.listed[None].pages) <= 16
