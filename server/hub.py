@@ -606,7 +606,7 @@ class Hub:
         self._check_seats(session)
         bot = None
         if msg.bot is not None:
-            bot = self._make_bot(msg.game, msg.bot)
+            self._check_bot_level(msg.game, msg.bot)
             mine = sum(1 for code in session.rooms if code in self.bot_rooms)
             if mine >= cfg.max_bot_games_per_session:
                 raise ProtocolError(
@@ -617,6 +617,7 @@ class Hub:
                 raise ProtocolError(
                     ErrorCode.BOTS_BUSY, "the server plays as many bot games as it can"
                 )
+            bot = self._make_bot(msg.game, msg.bot)  # after the caps: a refusal builds none
         else:
             waiting = sum(1 for r in session.rooms.values() if r.game is None)
             if waiting >= cfg.max_waiting_per_session:
@@ -635,12 +636,16 @@ class Hub:
         if bot is not None:
             room.start()
 
-    def _make_bot(self, game: str, level: str) -> Chooser:
+    def _check_bot_level(self, game: str, level: str) -> None:
         if level not in self.bots.get(game, []) or self.bot_factory is None:
             levels = ", ".join(self.bots.get(game, [])) or "none"
             raise ProtocolError(
                 ErrorCode.UNKNOWN_BOT, f"no bot {level!r} for {game} (levels: {levels})"
             )
+
+    def _make_bot(self, game: str, level: str) -> Chooser:
+        self._check_bot_level(game, level)
+        assert self.bot_factory is not None
         return self.bot_factory(game, level, random.Random(self._bot_rng.getrandbits(64)))
 
     def _join(self, peer: Peer, session: Session, msg: messages.Join) -> None:

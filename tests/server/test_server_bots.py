@@ -225,3 +225,30 @@ def test_bot_workers_give_the_cpu_to_the_event_loop_first():
     finally:
         pool.shutdown()
     assert niceness >= min(19, os.nice(0) + 10)
+
+
+async def test_a_refused_bot_room_builds_no_bot(make_harness, tmp_path):
+    """The caps come before the bot is made: a client asking for bot rooms past its cap
+    must not cost the server a strong bot's construction per request."""
+    (tmp_path / "release").touch()
+    levels, make = bots(tmp_path)
+    built: list[str] = []
+
+    def counting(game: str, level: str, rng: Any) -> Any:
+        built.append(level)
+        return make(game, level, rng)
+
+    h = await make_harness(bots=(levels, counting), max_bot_games_per_session=1, max_bot_games=1)
+    a = await outsider(h, "a")
+    assert (await a.call("create_room", options=SMALL, bot="slow"))["type"] == "joined"
+    assert built == ["slow"]
+    again = await a.call("create_room", options=SMALL, bot="slow")
+    assert again["code"] == "too_many_bot_games", again
+    b = await outsider(h, "b")
+    busy = await b.call("create_room", options=SMALL, bot="slow")
+    assert busy["code"] == "bots_busy", busy
+    unknown = await b.call("create_room", options=SMALL, bot="nobody")
+    assert unknown["code"] == "unknown_bot", unknown
+    assert built == ["slow"]
+    for x in (a, b):
+        await x.ws.close()
