@@ -81,9 +81,11 @@ SLACK = 65_536
 P99_RATIO, P99_MS = 3.0, 20.0
 
 HOSTS = ("--max-connections-per-ip", "0", "--hello-burst-per-ip", "5000")
+HOSTS += ("--max-waiting-per-ip", "0")
 """The public rooms' hosts are many sessions from the pair's address (one waiting room each,
-the per-session cap being 3): the per-address limits on connections and ``hello`` s are lifted
-for them; the abuser uses a handful of connections, far below either."""
+the per-session cap being 3): the per-address limits on connections, ``hello`` s
+and waiting rooms are lifted for them; the abuser uses a handful of connections, far below
+either."""
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "ping_flood": {"server": []},

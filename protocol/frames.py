@@ -57,7 +57,7 @@ def reply_head(kind: str, **fields: Any) -> bytes:
 
 
 def reply_with_id(head: bytes, id: RequestId) -> bytes:
-    return head + encode(id) + b"}"
+    return head + orjson.dumps(id) + b"}"
 
 
 def state(

@@ -53,6 +53,9 @@ class ServerConfig:
     max_bot_games_per_session: int = 2
     max_waiting_per_session: int = 3
     """Rooms waiting for an opponent in which one session holds a seat."""
+    max_waiting_per_ip: int = 32
+    """Rooms waiting for an opponent created from one IP address (IPv6: one /64), whatever
+    its sessions; 0: no cap."""
     max_seats_per_session: int = 20
     max_watching_per_session: int = 10
     max_spectators_per_room: int = 100
@@ -134,6 +137,8 @@ _HELP = {
     "max_bot_games_per_session": "rooms with a bot one session may hold (too_many_bot_games)",
     "max_waiting_per_session": "rooms waiting for an opponent one session may hold "
     "(too_many_rooms)",
+    "max_waiting_per_ip": "rooms waiting for an opponent created from one IP address (IPv6: "
+    "one /64), by all its sessions (too_many_rooms); 0: no cap",
     "max_seats_per_session": "seats one session may hold in all rooms (too_many_seats)",
     "max_watching_per_session": "rooms one session may watch at once (too_many_watched)",
     "max_spectators_per_room": "spectators one room takes (too_many_spectators)",

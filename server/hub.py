@@ -179,6 +179,12 @@ class Hub:
         self._hellos: dict[str, tuple[float, float]] = {}
         """Per IP address: (tokens, when counted) of its ``hello`` bucket."""
         self._hellos_pruned = 0
+        self.addresses: dict[Peer, str] = {}
+        """The address (``address_key``) each connection said ``hello`` from."""
+        self.waiting_by_address: dict[str, set[str]] = {}
+        """Per address: the codes of the rooms created from it that still wait for an
+        opponent (``max_waiting_per_ip``: many sessions from one address must not fill the
+        room cap)."""
         self._hooks = RoomHooks(
             clock=clock,
             rng_factory=rng_factory,
@@ -217,6 +223,8 @@ class Hub:
         """Answer a first frame. Raises a fatal ProtocolError for an unsupported version, a
         name that may not be shown, or an address over its ``hello`` rate (``ip``: the
         peer's address; empty: not limited)."""
+        if ip:
+            self.addresses[peer] = address_key(ip)
         if ip and not self._hello_allowed(ip):
             raise ProtocolError(
                 ErrorCode.TOO_MANY_HELLOS,
@@ -346,6 +354,7 @@ class Hub:
 
     def disconnected(self, peer: Peer, session: Session | None) -> None:
         self._pending.pop(peer, None)
+        self.addresses.pop(peer, None)
         if self.cluster is not None:
             self.cluster.disconnected(peer, session)
         for code in self.watching.pop(peer, set()):
@@ -470,7 +479,15 @@ class Hub:
                 listing.version += 1
 
     def _status_changed(self, room: Room) -> None:
-        """Keep ``listed`` current: a room is listed while public, open and not finished."""
+        """Keep ``listed`` current: a room is listed while public, open and not finished.
+        And ``waiting_by_address``: a room that started or closed waits no more."""
+        if room.address and (room.game is not None or room.code not in self.rooms):
+            held = self.waiting_by_address.get(room.address)
+            if held is not None:
+                held.discard(room.code)
+                if not held:
+                    del self.waiting_by_address[room.address]
+            room.address = ""
         listable = room.public and room.status != "finished" and room.code in self.rooms
         changed = True
         if listable and room.listed_at == 0:
@@ -605,6 +622,7 @@ class Hub:
         cfg = self.config
         self._check_seats(session)
         bot = None
+        address: str | None = None
         if msg.bot is not None:
             self._check_bot_level(msg.game, msg.bot)
             mine = sum(1 for code in session.rooms if code in self.bot_rooms)
@@ -626,7 +644,18 @@ class Hub:
                     f"you have {waiting} rooms waiting for an opponent, the most one session "
                     "may (leave one first)",
                 )
+            address = self.addresses.get(peer)
+            held = self.waiting_by_address.get(address, ()) if address else ()
+            if cfg.max_waiting_per_ip and len(held) >= cfg.max_waiting_per_ip:
+                raise ProtocolError(
+                    ErrorCode.TOO_MANY_ROOMS,
+                    f"your address has {len(held)} rooms waiting for an opponent, the most "
+                    "one address may (join one, or leave one first)",
+                )
         room = self._new_room(msg.game, dict(msg.options), msg.public)
+        if bot is None and address:
+            room.address = address
+            self.waiting_by_address.setdefault(address, set()).add(room.code)
         room.rated = msg.rated
         seat = self._take_seat(peer, session, room, msg.seat)
         if bot is not None:  # seated first, so that joined already lists the opponent

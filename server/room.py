@@ -152,6 +152,9 @@ class Room:
     """Games here are rated when both seats are accounts (``server.ratings``)."""
     rating_change: Any = None
     """The rating change of the game that just ended, until it is announced."""
+    address: str = ""
+    """The address that created it, while it waits for an opponent (the hub counts waiting
+    rooms per address); empty after."""
 
     # -- what the room is -----------------------------------------------------------------
 

@@ -40,6 +40,28 @@ async def test_waiting_rooms_are_capped_per_session_and_survive_a_reconnect(make
     assert (await again.call("create_room", options=SMALL))["type"] == "joined"
 
 
+async def test_waiting_rooms_are_capped_per_address_whatever_its_sessions(make_harness):
+    """256 connections x 3 waiting rooms each would let one address fill the room cap:
+    ``max_waiting_per_ip`` counts the waiting rooms created from it, by any session."""
+    h = await make_harness(max_waiting_per_ip=4, max_waiting_per_session=3)
+    a, b = await h.client("a"), await h.client("b")
+    made = [await h.create(a, SMALL) for _ in range(3)]
+    last = await h.create(b, SMALL)
+    err = await refused(b, "too_many_rooms", "create_room", options=SMALL)
+    assert "address" in err["message"] and err["fatal"] is False
+    fresh = await h.client("fresh")  # a new session is no way around it
+    await refused(fresh, "too_many_rooms", "create_room", options=SMALL)
+    assert h.server.hub.waiting_by_address == {"127.0.0.1": {*made, last}}
+    # a room that gets its opponent waits no more, nor does one that closes
+    assert (await fresh.call("join", room=made[0]))["type"] == "joined"
+    h.snap(made[0])
+    assert (await b.call("create_room", options=SMALL))["type"] == "joined"
+    await refused(fresh, "too_many_rooms", "create_room", options=SMALL, public=False)
+    assert (await a.call("leave", room=made[1]))["type"] == "left"
+    assert (await fresh.call("create_room", options=SMALL))["type"] == "joined"
+    assert len(h.server.hub.waiting_by_address["127.0.0.1"]) == 4
+
+
 async def test_seats_are_capped_per_session_and_a_queued_match_counts(make_harness):
     h = await make_harness(max_seats_per_session=2, max_waiting_per_session=5)
     a = await h.client("a")
@@ -210,6 +232,7 @@ def test_protocol_md_and_readme_give_the_defaults():
     cfg = ServerConfig()
     for value, code in [
         (cfg.max_waiting_per_session, "too_many_rooms"),
+        (cfg.max_waiting_per_ip, "too_many_rooms"),
         (cfg.max_seats_per_session, "too_many_seats"),
         (cfg.max_bot_games_per_session, "too_many_bot_games"),
         (cfg.max_watching_per_session, "too_many_watched"),
@@ -220,7 +243,8 @@ def test_protocol_md_and_readme_give_the_defaults():
     rate, burst = cfg.hello_rate_per_ip, cfg.hello_burst_per_ip
     assert f"| {rate:g} per second, bursts of {burst} | `too_many_hellos` (fatal) |" in doc
     for option in (
-        "max_waiting_per_session", "max_seats_per_session", "max_bot_games_per_session",
+        "max_waiting_per_session", "max_waiting_per_ip", "max_seats_per_session",
+        "max_bot_games_per_session",
         "max_watching_per_session", "max_spectators_per_room", "max_bot_games",
         "hello_rate_per_ip", "hello_burst_per_ip", "quick_match_reserve", "list_rooms_page",
         "bot_workers", "bot_budget_s",
