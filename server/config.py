@@ -7,6 +7,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
+from stacko.server.forwarded import TrustedProxies
+
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
@@ -67,6 +69,15 @@ class ServerConfig:
     """Share of ``max_rooms`` only quick match may fill: ``create_room`` stops short of it."""
     list_rooms_page: int = 100
     """Rooms per ``rooms`` answer; ``next`` pages on."""
+    # -- per address over HTTP, and behind a proxy (``server.apilimit``, ``server.forwarded``) --
+    api_rate_per_ip: float = 10.0
+    """``/api/*`` requests one IP address (IPv6: one /64) may make per second on average
+    (then HTTP 429 with ``Retry-After``); 0: no limit ..."""
+    api_burst_per_ip: int = 50
+    """... and at once."""
+    forwarded_allow_ips: str = ""
+    """Reverse proxies (addresses or networks, comma-separated; ``*``: any peer) whose
+    ``X-Forwarded-For`` names the client for every per-address limit; empty: none."""
     # -- durability (``server.store``) --
     database: str = "sqlite"
     """``sqlite`` (a file in ``data_dir``), ``memory`` (nothing kept), or a PostgreSQL URL."""
@@ -146,6 +157,13 @@ _HELP = {
     "average (too_many_hellos)",
     "hello_burst_per_ip": "hello frames one IP address may send at once",
     "quick_match_reserve": "share of max_rooms that only quick match may fill (server_busy)",
+    "api_rate_per_ip": "/api/* requests one IP address (IPv6: one /64) may make per second on "
+    "average, then HTTP 429 (rate_limited, with Retry-After); 0: no limit",
+    "api_burst_per_ip": "/api/* requests one IP address may make at once",
+    "forwarded_allow_ips": "reverse proxies (comma-separated addresses or networks, e.g. "
+    "127.0.0.1,10.0.0.0/8; '*': any peer) trusted to name the client in X-Forwarded-For (its "
+    "rightmost address not in this list), which every per-address limit then counts; empty: "
+    "none, the socket's peer is the client",
     "list_rooms_page": "rooms per list_rooms answer (the next page through its cursor)",
     "database": "where games are kept: sqlite (a file in --data-dir), memory (nothing is "
     "kept: a restart ends every game), or postgresql://user:pass@host/db",
@@ -208,6 +226,10 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         parser.error("--lease-s must be at least 1")
     if ns.node_id and ("|" in ns.node_id or len(ns.node_id) > 64):
         parser.error("--node-id takes at most 64 characters, no '|'")
+    try:
+        TrustedProxies(ns.forwarded_allow_ips)
+    except ValueError as exc:
+        parser.error(f"--forwarded-allow-ips: {exc}")
     if ns.retain_days < 0:
         parser.error("--retain-days must be 0 (keep forever) or more")
     return ServerConfig(**{f.name: getattr(ns, f.name) for f in fields(ServerConfig)})

@@ -68,8 +68,9 @@ class Connection(Receiver):
             ws.ping_interval = interval * random.uniform(0.9, 1.0)
         self.session: Session | None = None
         address = getattr(ws, "remote_address", None)
-        self.ip = str(address[0]) if address else ""
-        """The peer's IP address (the hub's per-address limits); empty if unknown."""
+        self.ip = ws.ip or (str(address[0]) if address else "")
+        """The client's IP address (the hub's per-address limits): the socket's peer, or
+        the client a trusted proxy named (``server.forwarded``); empty if unknown."""
         self.outbox: collections.deque[bytes] = collections.deque()
         self._held = 0
         """Bytes in ``outbox``."""

@@ -242,12 +242,16 @@ def test_protocol_md_and_readme_give_the_defaults():
         assert f"| {value} | `{code}` |" in doc, code
     rate, burst = cfg.hello_rate_per_ip, cfg.hello_burst_per_ip
     assert f"| {rate:g} per second, bursts of {burst} | `too_many_hellos` (fatal) |" in doc
+    rate, burst = cfg.api_rate_per_ip, cfg.api_burst_per_ip
+    assert f"| {rate:g} per second, bursts of {burst} | `rate_limited` (HTTP 429" in doc
+    for flag in ("--forwarded-allow-ips", "X-Forwarded-For"):
+        assert flag in readme and flag in doc, flag
     for option in (
         "max_waiting_per_session", "max_waiting_per_ip", "max_seats_per_session",
         "max_bot_games_per_session",
         "max_watching_per_session", "max_spectators_per_room", "max_bot_games",
         "hello_rate_per_ip", "hello_burst_per_ip", "quick_match_reserve", "list_rooms_page",
-        "bot_workers", "bot_budget_s",
+        "bot_workers", "bot_budget_s", "api_rate_per_ip", "api_burst_per_ip",
     ):  # fmt: skip
         flag = "--" + option.replace("_", "-")
         assert flag in readme, flag
