@@ -127,7 +127,7 @@ class Server:
         levels, factory = bots if bots is not None else _default_bots()
         self.bot_pool: PoolThinker | None = None
         """Where bots think (``server.botpool``): shared with the other servers of the
-        process, its workers started by the first decision; ``None`` with
+        process, its workers started (in a thread) by the first server's ``start``; ``None`` with
         ``bot_workers=0`` (on the loop) or without bots."""
         self._pool_held = False
         if factory is not None and self.config.bot_workers != 0:
@@ -216,6 +216,7 @@ class Server:
         if self.bot_pool is not None and not self._pool_held:
             acquire(self.bot_pool)
             self._pool_held = True
+            self.bot_pool.start_soon()  # in a thread: the first decision finds it up
         self.failure = asyncio.get_running_loop().create_future()
         if self.store is not None:  # before listening: nobody sees a game before it is back
             await self.store.open()
