@@ -216,7 +216,6 @@ class Server:
         if self.bot_pool is not None and not self._pool_held:
             acquire(self.bot_pool)
             self._pool_held = True
-            self.bot_pool.start_soon()  # in a thread: the first decision finds it up
         self.failure = asyncio.get_running_loop().create_future()
         if self.store is not None:  # before listening: nobody sees a game before it is back
             await self.store.open()
@@ -242,6 +241,8 @@ class Server:
             create_connection=self._connection,  # type: ignore[arg-type]  # a factory will do
         )  # fmt: skip
         self.port = self._ws.sockets[0].getsockname()[1] if self._ws.sockets else cfg.port
+        if self.bot_pool is not None:  # in a thread: the first decision finds it up
+            self.bot_pool.start_soon()
         log.info("stacko server listening on %s; web client at %s", self.url, self.http_url)
 
     async def _join_cluster(self) -> None:

@@ -248,8 +248,11 @@ class PoolThinker:
                 for future in [executor.submit(_warm_up) for _ in range(self.workers)]:
                     future.result(timeout=START_TIMEOUT_S)
                 ok = True
-            except Exception:  # the decisions that waited get their fallback moves
-                log.exception("the bot workers did not start")
+            except Exception as exc:  # the decisions that waited get their fallback moves
+                if isinstance(exc, RuntimeError) and "shutdown" in str(exc):
+                    log.debug("the bot workers did not start: the process is exiting")
+                else:
+                    log.exception("the bot workers did not start")
                 with self._state:
                     failed, self._executor = self._executor, None
                 if failed is not None:
