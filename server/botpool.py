@@ -38,6 +38,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import select
 import signal
 import threading
 import time
@@ -126,13 +127,45 @@ priority took CPU time from the event loop every room waits on; a decision has a
 a fallback move, the loop has neither (``bench/abuse.py`` ``bot_rooms``)."""
 
 
-def _quiet_worker() -> None:
+def _quiet_worker(server_pid: int = 0) -> None:
     """A Ctrl-C reaches the whole process group: the server stops its workers itself
     (``PoolThinker.shutdown``), so they ignore it instead of each printing a traceback.
-    And the loop comes first (``WORKER_NICENESS``)."""
+    And the loop comes first (``WORKER_NICENESS``). And the worker ends with the server
+    (``_exit_with``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICENESS)
+    if server_pid:
+        _exit_with(server_pid)
+
+
+def _exit_with(pid: int) -> None:
+    """A server killed with SIGKILL (``kill -9``, the OOM killer) cannot stop its workers,
+    and they do not notice: each waits on a queue whose write end it holds itself, and keeps
+    the fork server alive (it lives while a worker does), both holding what they inherited,
+    the server's stdout among it (a supervisor reading it never sees its end). So a thread
+    of each worker waits for the server's end (a pidfd; polling once a second where there
+    is none) and ends the worker."""
+
+    def watch() -> None:
+        try:
+            fd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            fd = -1
+        if fd >= 0:
+            select.select([fd], [], [])
+        else:
+            while True:
+                time.sleep(1.0)
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                except PermissionError:
+                    continue
+        os._exit(0)
+
+    threading.Thread(target=watch, name="stacko-server-watch", daemon=True).start()
 
 
 def _work(payload: bytes) -> tuple[Any, Any]:
@@ -227,8 +260,9 @@ class PoolThinker:
                 ["stacko.bots.registry", "stacko.bots.stacko_bots", "stacko.bots.stakko_bots"]
             )
             self._executor = concurrent.futures.ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=ctx, initializer=_quiet_worker
-            )
+                max_workers=self.workers, mp_context=ctx, initializer=_quiet_worker,
+                initargs=(os.getpid(),),
+            )  # fmt: skip
         return self._executor
 
     def start_soon(self) -> None:

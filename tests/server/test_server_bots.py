@@ -323,3 +323,38 @@ async def test_the_server_starts_its_bot_workers_at_start_off_the_loop(
     (tmp_path / "release").touch()
     human, _ = await bot_room(h)  # the first decision goes straight to a worker
     await human.ws.close()
+
+
+def test_the_workers_end_with_a_server_killed_with_sigkill(tmp_path):
+    """A server killed with SIGKILL could not stop its workers, and they lived on, with the
+    fork server, holding the server's stdout: whoever read it (a supervisor, the kill -9
+    test) never saw its end. Now each worker ends with the server, and the stdout closes."""
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "server.py"
+    script.write_text(
+        "import time\n"
+        "from stacko.server.botpool import PoolThinker\n"
+        "if __name__ == '__main__':\n"
+        "    pool = PoolThinker(2)\n"
+        "    pool._start()\n"
+        "    assert pool.ready\n"
+        "    print('up', flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], cwd=root, stdout=subprocess.PIPE,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"up\n"
+        proc.send_signal(signal.SIGKILL)
+        out, _ = proc.communicate(timeout=WAIT_S * 3)  # EOF: nobody holds the stdout
+        assert out == b""
+    finally:
+        proc.kill()
+        proc.wait()
