@@ -22,11 +22,12 @@ from the pair's 127.0.0.1), does its worst within the documented limits:
   the bots think in the worker pool (``--bot-workers``), not on the event loop;
 - ``list_rooms``: 5 connections ask for ``list_rooms`` at the rate limit, with 2,000 public
   rooms on the server, and read every answer (a page of 100 from the per-game index: its
-  cost does not grow with the rooms);
-- ``room_cap``: 8 connections create public rooms at the rate limit (server ``--max-rooms
-  400``): each session holds at most 3 waiting rooms (``--max-waiting-per-session``), so
-  24 are made and the rest refused with ``too_many_rooms``; ``create_room`` would stop at
-  360 anyway (``--quick-match-reserve`` keeps a tenth for quick match);
+  cost does not grow with the rooms; encoded once until the listing changes);
+- ``room_cap``: 16 connections (16 sessions) create public rooms at the rate limit (server
+  ``--max-rooms 400``): each session holds at most 3 waiting rooms
+  (``--max-waiting-per-session``) and the address 32 (``--max-waiting-per-ip``), so 32 are
+  made and the rest refused with ``too_many_rooms``; ``create_room`` would stop at 360
+  anyway (``--quick-match-reserve`` keeps a tenth for quick match);
 - ``connections``: one address opens as many connections as it can (up to 3,000) and holds
   them.
 
@@ -81,9 +82,11 @@ SLACK = 65_536
 P99_RATIO, P99_MS = 3.0, 20.0
 
 HOSTS = ("--max-connections-per-ip", "0", "--hello-burst-per-ip", "5000")
+HOSTS += ("--max-waiting-per-ip", "0")
 """The public rooms' hosts are many sessions from the pair's address (one waiting room each,
-the per-session cap being 3): the per-address limits on connections and ``hello`` s are lifted
-for them; the abuser uses a handful of connections, far below either."""
+the per-session cap being 3): the per-address limits on connections, ``hello`` s
+and waiting rooms are lifted for them; the abuser uses a handful of connections, far below
+either."""
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "ping_flood": {"server": []},
@@ -254,7 +257,7 @@ async def list_rooms(url: str, until: float, t: Tally) -> dict[str, Any]:
 
 
 async def room_cap(url: str, until: float, t: Tally) -> dict[str, Any]:
-    clients = [await t.open(url, f"hoarder{i}") for i in range(8)]
+    clients = [await t.open(url, f"hoarder{i}") for i in range(16)]
     create = orjson.dumps({"type": "create_room", "options": {}, "public": True})
     while time.monotonic() < until:
         for c in clients:

@@ -212,6 +212,7 @@ async def _measure(
         ServerConfig(
             host="127.0.0.1", port=0, rate_per_second=1_000_000, burst=1_000_000,
             hello_rate_per_ip=1_000_000, hello_burst_per_ip=1_000_000, max_connections_per_ip=0,
+            max_waiting_per_ip=0,
         )
     )  # fmt: skip
     pacer = None

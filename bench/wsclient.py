@@ -345,7 +345,8 @@ def start_server(
     argv = [
         sys.executable, "-m", "stacko.server", "--port", "0", "--log-level", "WARNING",
         "--rate-per-second", "1000000", "--burst", "1000000", "--max-connections-per-ip", "0",
-        "--hello-rate-per-ip", "1000000", "--hello-burst-per-ip", "1000000", *extra,
+        "--hello-rate-per-ip", "1000000", "--hello-burst-per-ip", "1000000",
+        "--max-waiting-per-ip", "0", *extra,
     ]  # fmt: skip
     if not any(a.startswith(("--data-dir", "--database")) for a in extra):
         data = tempfile.mkdtemp(prefix="stacko-bench-")

@@ -29,11 +29,13 @@ from websockets.http11 import Request, Response
 from stacko.server import players, records, static
 from stacko.server.accountlink import AccountLink
 from stacko.server.accounts import Accounts
+from stacko.server.apilimit import ApiLimit, too_many
 from stacko.server.batch import WriteBatch
 from stacko.server.botpool import PoolThinker, acquire, default_workers, release, shared_pool
 from stacko.server.clock import Clock, SystemClock
 from stacko.server.config import ServerConfig, derived_max_connections
 from stacko.server.connection import CLOSE_GOING_AWAY, CLOSE_INTERNAL, Connection
+from stacko.server.forwarded import TrustedProxies
 from stacko.server.hub import BotFactory, Hub
 from stacko.server.metrics import CONTENT_TYPE, Metrics
 from stacko.server.ratings import Ratings
@@ -127,7 +129,7 @@ class Server:
         levels, factory = bots if bots is not None else _default_bots()
         self.bot_pool: PoolThinker | None = None
         """Where bots think (``server.botpool``): shared with the other servers of the
-        process, its workers started by the first decision; ``None`` with
+        process, its workers started (in a thread) by the first server's ``start``; ``None`` with
         ``bot_workers=0`` (on the loop) or without bots."""
         self._pool_held = False
         if factory is not None and self.config.bot_workers != 0:
@@ -163,8 +165,13 @@ class Server:
             self._link_accounts(store)
             store.on_failure = self._store_failed
             self.metrics.registry.register(StoreCollector(store))
+        self.proxies = TrustedProxies(self.config.forwarded_allow_ips)
         self.sockets = SocketCount(
-            self.config.max_connections_per_ip, self.config.new_connections_per_ip_per_s
+            self.config.max_connections_per_ip, self.config.new_connections_per_ip_per_s,
+            self.proxies,
+        )  # fmt: skip
+        self.api_limit = ApiLimit(
+            self.config.api_rate_per_ip, self.config.api_burst_per_ip, self.clock.monotonic
         )
         self.max_connections = self.config.max_connections or derived_max_connections(
             resource.getrlimit(resource.RLIMIT_NOFILE)[0]
@@ -243,6 +250,8 @@ class Server:
             create_connection=self._connection,  # type: ignore[arg-type]  # a factory will do
         )  # fmt: skip
         self.port = self._ws.sockets[0].getsockname()[1] if self._ws.sockets else cfg.port
+        if self.bot_pool is not None:  # in a thread: the first decision finds it up
+            self.bot_pool.start_soon()
         log.info("stacko server listening on %s; web client at %s", self.url, self.http_url)
 
     def _node_id(self) -> str:
@@ -357,9 +366,14 @@ class Server:
         self, ws: ServerConnection, request: Request
     ) -> Response | Awaitable[Response] | None:
         """Plain HTTP on the same port; WebSocket upgrades pass through."""
+        client = self.client_ip(ws, request)
         if request.headers.get("Upgrade", "").lower() == "websocket":
             return self._admit(ws)
         path = request.path.split("?", 1)[0]
+        if path.startswith("/api/"):
+            wait = self.api_limit.wait(client)
+            if wait:
+                return too_many(ws, wait)
         if path == records.PREFIX or path.startswith(records.PREFIX + "/"):
             return records.handle(self.store, ws, request, self.record_cache)
         if players.handles(path):
@@ -379,6 +393,14 @@ class Server:
             return page
         return ws.respond(http.HTTPStatus.NOT_FOUND, "not found\n")
 
+    def client_ip(self, ws: ServerConnection, request: Request) -> str:
+        """The address every per-address limit counts for this socket: its peer, or the
+        one a trusted proxy names in ``X-Forwarded-For`` (``server.forwarded``)."""
+        assert isinstance(ws, DirectServerConnection)  # serve(create_connection=...) above
+        if ws.proxied:
+            ws.ip = self.proxies.client(ws.peer_ip, request.headers.get_all("X-Forwarded-For"))
+        return ws.ip
+
     def _admit(self, ws: ServerConnection) -> Response | None:
         """Descriptors are finite: an upgrade while over ``max_connections`` open sockets
         (this one counted) gets 503; one from an address that already holds
@@ -390,6 +412,8 @@ class Server:
             return ws.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, "max_connections\n")
         assert isinstance(ws, DirectServerConnection)  # serve(create_connection=...) above
         cap = self.config.max_connections_per_ip
+        if ws.proxied and cap and not sockets.request_allowed(ws.ip, self.clock.monotonic()):
+            ws.refuse = True  # a proxy's client opening connections in a loop
         if cap and (ws.refuse or sockets.admitted.get(ws.ip, 0) >= cap):
             self.refused["max_connections_per_ip"] += 1
             return ws.respond(http.HTTPStatus.TOO_MANY_REQUESTS, "max_connections_per_ip\n")

@@ -14,7 +14,9 @@ the room keeps. Any worker can then take any decision, which a sticky bot-per-wo
 could not (``concurrent.futures`` has no routing, and one busy worker would hold its rooms).
 
 One pool per process (``shared_pool``), shared by every ``Server`` in it (the test suite runs
-many) and shut down with the last one to stop; its workers start on the first decision.
+many) and shut down with the last one to stop; its workers start in a thread when a server
+starts (``PoolThinker.start_soon``), and a decision asked before they are up waits for them
+off the loop.
 
 What waits is bounded too: a room has at most one decision pending, and drops it (a queued
 one is cancelled, a running one answers late) before it asks for the next; a decision that
@@ -36,7 +38,9 @@ import logging
 import multiprocessing
 import os
 import pickle
+import select
 import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
@@ -123,13 +127,45 @@ priority took CPU time from the event loop every room waits on; a decision has a
 a fallback move, the loop has neither (``bench/abuse.py`` ``bot_rooms``)."""
 
 
-def _quiet_worker() -> None:
+def _quiet_worker(server_pid: int = 0) -> None:
     """A Ctrl-C reaches the whole process group: the server stops its workers itself
     (``PoolThinker.shutdown``), so they ignore it instead of each printing a traceback.
-    And the loop comes first (``WORKER_NICENESS``)."""
+    And the loop comes first (``WORKER_NICENESS``). And the worker ends with the server
+    (``_exit_with``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICENESS)
+    if server_pid:
+        _exit_with(server_pid)
+
+
+def _exit_with(pid: int) -> None:
+    """A server killed with SIGKILL (``kill -9``, the OOM killer) cannot stop its workers,
+    and they do not notice: each waits on a queue whose write end it holds itself, and keeps
+    the fork server alive (it lives while a worker does), both holding what they inherited,
+    the server's stdout among it (a supervisor reading it never sees its end). So a thread
+    of each worker waits for the server's end (a pidfd; polling once a second where there
+    is none) and ends the worker."""
+
+    def watch() -> None:
+        try:
+            fd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            fd = -1
+        if fd >= 0:
+            select.select([fd], [], [])
+        else:
+            while True:
+                time.sleep(1.0)
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                except PermissionError:
+                    continue
+        os._exit(0)
+
+    threading.Thread(target=watch, name="stacko-server-watch", daemon=True).start()
 
 
 def _work(payload: bytes) -> tuple[Any, Any]:
@@ -170,8 +206,25 @@ class InlineThinker:
         return cancel
 
 
+def _warm_up() -> None:
+    """In a worker: nothing. ``PoolThinker.start_soon`` submits one per worker, so that
+    every worker is forked before the first decision."""
+    time.sleep(WARM_UP_S)
+
+
+WARM_UP_S = 0.05
+"""How long each warm-up task holds its worker: long enough that the next warm-up finds no
+idle worker and forks another (``ProcessPoolExecutor`` forks only when none is idle)."""
+
+
 class PoolThinker:
-    """Decisions in worker processes; answers come back on the loop that asked."""
+    """Decisions in worker processes; answers come back on the loop that asked.
+
+    Starting the pool blocks: the fork server imports the bots (~100 ms, more on a busy
+    machine), and each worker is forked through it. So it starts in a thread when the server
+    starts (``start_soon``), and a decision asked before it is up waits in a list, not on the
+    loop, and is handed over once it is (by ``call_soon_threadsafe``: the pool is shared
+    by every server of the process, each on its own loop)."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
@@ -181,20 +234,70 @@ class PoolThinker:
         """Counts shutdowns: answers from the workers of an earlier one are dropped."""
         self.broken = -1
         """The generation whose pool broke (its failed decisions get the fallback move)."""
+        self.stops = 0
+        """Counts shutdowns only: a decision waiting for the workers since before one is
+        dropped."""
+        self._lifecycle = threading.Lock()
+        """Held while the workers start or stop (both block: in a thread, never on a loop)."""
+        self._state = threading.Lock()
+        """Guards ``ready``, ``starting`` and ``_waiting`` (held for microseconds)."""
+        self.ready = False
+        """The workers are up: a decision goes to them at once."""
+        self.starting = False
+        """A thread is starting them (``start_soon``)."""
+        self._waiting: list[tuple[asyncio.AbstractEventLoop, Callable[[], None]]] = []
+        """Decisions asked while the pool was not ready: (their loop, what hands them over)."""
 
     def executor(self) -> concurrent.futures.ProcessPoolExecutor:
-        """Started on the first decision. ``forkserver``: forking the server itself (threads,
-        sockets, an event loop) is unsafe, and spawning would import everything per worker;
-        the fork server imports the bots once and forks workers from that."""
+        """The executor, made if there is none (it forks no worker yet: its first ``submit``
+        does, blocking; ``start_soon`` does that in a thread). ``forkserver``: forking the
+        server itself (threads, sockets, an event loop) is unsafe, and spawning would import
+        everything per worker; the fork server imports the bots once and forks workers from
+        that."""
         if self._executor is None:
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(
                 ["stacko.bots.registry", "stacko.bots.stacko_bots", "stacko.bots.stakko_bots"]
             )
             self._executor = concurrent.futures.ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=ctx, initializer=_quiet_worker
-            )
+                max_workers=self.workers, mp_context=ctx, initializer=_quiet_worker,
+                initargs=(os.getpid(),),
+            )  # fmt: skip
         return self._executor
+
+    def start_soon(self) -> None:
+        """Start the workers in a thread, if they are not up or starting already."""
+        with self._state:
+            if self.ready or self.starting:
+                return
+            self.starting = True
+        threading.Thread(target=self._start, name="stacko-bot-pool", daemon=True).start()
+
+    def _start(self) -> None:
+        """In a thread: the fork server and every worker, then the decisions that waited."""
+        ok = False
+        with self._lifecycle:
+            try:
+                executor = self.executor()
+                for future in [executor.submit(_warm_up) for _ in range(self.workers)]:
+                    future.result(timeout=START_TIMEOUT_S)
+                ok = True
+            except Exception as exc:  # the decisions that waited get their fallback moves
+                if isinstance(exc, RuntimeError) and "shutdown" in str(exc):
+                    log.debug("the bot workers did not start: the process is exiting")
+                else:
+                    log.exception("the bot workers did not start")
+                with self._state:
+                    failed, self._executor = self._executor, None
+                if failed is not None:
+                    failed.shutdown(wait=False, cancel_futures=True)
+        with self._state:
+            self.ready = ok
+            self.starting = False
+            waiting, self._waiting = self._waiting, []
+        for loop, hand_over in waiting:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
+                loop.call_soon_threadsafe(hand_over)
 
     def think(
         self, bot: Any, view: Any, legal: Sequence[Any], budget_s: float, done: Done
@@ -202,14 +305,13 @@ class PoolThinker:
         loop = asyncio.get_running_loop()
         stop_at = time.monotonic() + budget_s * STOP_SHARE
         payload = pickle.dumps((bot, view, list(legal), stop_at))
-        try:
-            future = self.executor().submit(_work, payload)
-        except BrokenProcessPool:  # a worker died since the last answer came
-            self._discard()
-            future = self.executor().submit(_work, payload)
-        generation = self.generation  # not the executor: a room may outlive the pool
+        stops = self.stops
+        sent: list[concurrent.futures.Future[tuple[Any, Any]]] = []
+        cancelled = False
 
-        def deliver() -> None:  # on the loop; the room drops an answer it no longer awaits
+        def deliver(future: concurrent.futures.Future[tuple[Any, Any]], generation: int) -> None:
+            # On the loop; the room drops an answer it no longer awaits. ``generation``: the
+            # pool's when it was sent (not the executor: a room may outlive the pool).
             if future.cancelled():
                 return
             exc = future.exception()
@@ -229,21 +331,57 @@ class PoolThinker:
             move, new_bot = future.result()
             done(move, new_bot, None)
 
-        def finished(_: concurrent.futures.Future[tuple[Any, Any]]) -> None:  # pool's thread
-            # A closed loop: the server is gone, and nobody waits for the answer.
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(deliver)
+        def hand_over() -> None:  # on the loop, with the workers up (or failed to start)
+            if cancelled or self.stops != stops:
+                return  # the room moved on, or the pool was stopped: nobody waits
+            executor = self._executor
+            if not self.ready or executor is None:
+                done(None, None, None)  # they did not start: the fallback move
+                return
+            try:
+                future = executor.submit(_work, payload)
+            except BrokenProcessPool:  # a worker died since the last answer came
+                self._discard()
+                self._wait_for_start(loop, hand_over)
+                return
+            sent.append(future)
+            generation = self.generation
+
+            def finished(future: concurrent.futures.Future[tuple[Any, Any]]) -> None:
+                # In the pool's thread. A closed loop: the server is gone, nobody waits.
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(deliver, future, generation)
+
+            future.add_done_callback(finished)
 
         def cancel() -> None:  # a decision still queued never runs; a running one answers late
-            future.cancel()
+            nonlocal cancelled
+            cancelled = True
+            for future in sent:
+                future.cancel()
 
-        future.add_done_callback(finished)
+        if self.ready:
+            hand_over()
+        else:
+            self._wait_for_start(loop, hand_over)
         return cancel
+
+    def _wait_for_start(
+        self, loop: asyncio.AbstractEventLoop, hand_over: Callable[[], None]
+    ) -> None:
+        with self._state:
+            if self.ready:
+                loop.call_soon(hand_over)
+                return
+            self._waiting.append((loop, hand_over))
+        self.start_soon()
 
     def _discard(self) -> None:
         """Drop a broken executor (no new work is possible on it); the next decision
-        starts another."""
-        executor, self._executor = self._executor, None
+        starts another (in a thread)."""
+        with self._state:
+            executor, self._executor = self._executor, None
+            self.ready = False
         if executor is not None:
             log.error("a bot worker died; starting new ones")
             self.broken = self.generation
@@ -251,19 +389,29 @@ class PoolThinker:
             executor.shutdown(wait=False, cancel_futures=True)
 
     def shutdown(self) -> None:
-        """Stop the workers and wait for them (blocking: call it off the loop). A decision in
-        progress is cut short: the server is going away, and a bot that ignores
-        ``should_stop`` could otherwise hold the exit."""
-        executor, self._executor = self._executor, None
-        if executor is None:
-            return
-        self.generation += 1
-        # No public way to reach the workers before Python 3.14 (``terminate_workers``).
-        workers = list((getattr(executor, "_processes", None) or {}).values())
-        executor.shutdown(wait=False, cancel_futures=True)
-        for worker in workers:
-            worker.terminate()
-        executor.shutdown(wait=True)
+        """Stop the workers and wait for them (blocking: call it off the loop; a start in
+        progress is waited for). A decision in progress is cut short: the server is going
+        away, and a bot that ignores ``should_stop`` could otherwise hold the exit."""
+        with self._lifecycle:
+            with self._state:
+                executor, self._executor = self._executor, None
+                self.ready = False
+                self._waiting = []  # their rooms are going away: nobody waits
+            self.stops += 1
+            if executor is None:
+                return
+            self.generation += 1
+            # No public way to reach the workers before Python 3.14 (``terminate_workers``).
+            workers = list((getattr(executor, "_processes", None) or {}).values())
+            executor.shutdown(wait=False, cancel_futures=True)
+            for worker in workers:
+                worker.terminate()
+            executor.shutdown(wait=True)
+
+
+START_TIMEOUT_S = 120.0
+"""How long the workers may take to start before the pool counts as failed (its decisions
+then get the fallback move, and the next one tries again)."""
 
 
 def default_workers(option: int) -> int:

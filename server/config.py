@@ -7,6 +7,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
+from stacko.server.forwarded import TrustedProxies
+
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
@@ -53,6 +55,9 @@ class ServerConfig:
     max_bot_games_per_session: int = 2
     max_waiting_per_session: int = 3
     """Rooms waiting for an opponent in which one session holds a seat."""
+    max_waiting_per_ip: int = 32
+    """Rooms waiting for an opponent created from one IP address (IPv6: one /64), whatever
+    its sessions; 0: no cap."""
     max_seats_per_session: int = 20
     max_watching_per_session: int = 10
     max_spectators_per_room: int = 100
@@ -64,6 +69,15 @@ class ServerConfig:
     """Share of ``max_rooms`` only quick match may fill: ``create_room`` stops short of it."""
     list_rooms_page: int = 100
     """Rooms per ``rooms`` answer; ``next`` pages on."""
+    # -- per address over HTTP, and behind a proxy (``server.apilimit``, ``server.forwarded``) --
+    api_rate_per_ip: float = 10.0
+    """``/api/*`` requests one IP address (IPv6: one /64) may make per second on average
+    (then HTTP 429 with ``Retry-After``); 0: no limit ..."""
+    api_burst_per_ip: int = 50
+    """... and at once."""
+    forwarded_allow_ips: str = ""
+    """Reverse proxies (addresses or networks, comma-separated; ``*``: any peer) whose
+    ``X-Forwarded-For`` names the client for every per-address limit; empty: none."""
     # -- durability (``server.store``) --
     database: str = "sqlite"
     """``sqlite`` (a file in ``data_dir``), ``memory`` (nothing kept), or a PostgreSQL URL."""
@@ -136,6 +150,8 @@ _HELP = {
     "max_bot_games_per_session": "rooms with a bot one session may hold (too_many_bot_games)",
     "max_waiting_per_session": "rooms waiting for an opponent one session may hold "
     "(too_many_rooms)",
+    "max_waiting_per_ip": "rooms waiting for an opponent created from one IP address (IPv6: "
+    "one /64), by all its sessions (too_many_rooms); 0: no cap",
     "max_seats_per_session": "seats one session may hold in all rooms (too_many_seats)",
     "max_watching_per_session": "rooms one session may watch at once (too_many_watched)",
     "max_spectators_per_room": "spectators one room takes (too_many_spectators)",
@@ -143,6 +159,13 @@ _HELP = {
     "average (too_many_hellos)",
     "hello_burst_per_ip": "hello frames one IP address may send at once",
     "quick_match_reserve": "share of max_rooms that only quick match may fill (server_busy)",
+    "api_rate_per_ip": "/api/* requests one IP address (IPv6: one /64) may make per second on "
+    "average, then HTTP 429 (rate_limited, with Retry-After); 0: no limit",
+    "api_burst_per_ip": "/api/* requests one IP address may make at once",
+    "forwarded_allow_ips": "reverse proxies (comma-separated addresses or networks, e.g. "
+    "127.0.0.1,10.0.0.0/8; '*': any peer) trusted to name the client in X-Forwarded-For (its "
+    "rightmost address not in this list), which every per-address limit then counts; empty: "
+    "none, the socket's peer is the client",
     "list_rooms_page": "rooms per list_rooms answer (the next page through its cursor)",
     "database": "where games are kept: sqlite (a file in --data-dir), memory (nothing is "
     "kept: a restart ends every game), or postgresql://user:pass@host/db",
@@ -210,6 +233,10 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         parser.error("--node-id takes at most 64 characters, no '|'")
     if ns.record_cache_bytes < 0:
         parser.error("--record-cache-bytes must be 0 or more")
+    try:
+        TrustedProxies(ns.forwarded_allow_ips)
+    except ValueError as exc:
+        parser.error(f"--forwarded-allow-ips: {exc}")
     if ns.retain_days < 0:
         parser.error("--retain-days must be 0 (keep forever) or more")
     return ServerConfig(**{f.name: getattr(ns, f.name) for f in fields(ServerConfig)})

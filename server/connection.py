@@ -68,8 +68,9 @@ class Connection(Receiver):
             ws.ping_interval = interval * random.uniform(0.9, 1.0)
         self.session: Session | None = None
         address = getattr(ws, "remote_address", None)
-        self.ip = str(address[0]) if address else ""
-        """The peer's IP address (the hub's per-address limits); empty if unknown."""
+        self.ip = ws.ip or (str(address[0]) if address else "")
+        """The client's IP address (the hub's per-address limits): the socket's peer, or
+        the client a trusted proxy named (``server.forwarded``); empty if unknown."""
         self.outbox: collections.deque[bytes] = collections.deque()
         self._held = 0
         """Bytes in ``outbox``."""
@@ -197,6 +198,7 @@ class Connection(Receiver):
     def close(self, code: int, reason: str) -> None:
         """Flush what is queued, then close with ``code`` and ``reason`` (after the frames
         the gate holds for this connection)."""
+        self.ws.discarding = True  # nothing the client sends from now on is handled
         gate = self.gate
         if gate is not None and gate.holding and self._closing is None:
             if not self._close_held:
@@ -209,6 +211,7 @@ class Connection(Receiver):
         """Close without waiting for the gate: what the gate releases, and what the server
         does when the store failed (a failed store never releases anything)."""
         code, reason = how
+        self.ws.discarding = True
         if self._closing is None:
             self._closing = (code, reason)
             self._wake.set()
@@ -285,6 +288,7 @@ class Connection(Receiver):
         ws.on_message = self._on_frame
         ws.on_control = self._on_control
         ws.on_paused = self._on_paused
+        ws.on_discarded = self._stop_reading
         try:
             while self._closing is None:
                 recv = asyncio.ensure_future(ws.recv())

@@ -36,6 +36,8 @@ ROOM_CODE_LENGTH = 8
 """8 of 32 letters: 40 bits, so guessing a private room's code at the hello and rate limits
 is hopeless."""
 SERVER_VERSION = "stacko/0.1.0"
+PAGE_CACHE = 16
+"""Encoded ``list_rooms`` pages kept per listing (all stale ones go when it is full)."""
 PENDING_MAX = 16
 """Frames a connection may send after a ``hello`` with an account before its ``welcome``."""
 
@@ -105,14 +107,21 @@ class Listing:
         self.numbers: list[int] = []
         self.rooms: list[Room] = []
         self.live = 0
+        self.version = 0
+        """Changes with every room that joins or leaves the listing, or whose ``info``
+        changes: a page encoded at one version is what a request at the same one gets."""
+        self.pages: dict[int, tuple[int, bytes]] = {}
+        """Encoded pages by cursor: (version, the ``rooms`` answer without its id)."""
 
     def add(self, number: int, room: Room) -> None:
         self.numbers.append(number)
         self.rooms.append(room)
         self.live += 1
+        self.version += 1
 
     def removed(self) -> None:
         self.live -= 1
+        self.version += 1
         if len(self.rooms) - self.live > max(64, self.live):
             pairs = zip(self.numbers, self.rooms, strict=True)
             kept = [(n, r) for n, r in pairs if r.listed_at == n]
@@ -170,6 +179,12 @@ class Hub:
         self._hellos: dict[str, tuple[float, float]] = {}
         """Per IP address: (tokens, when counted) of its ``hello`` bucket."""
         self._hellos_pruned = 0
+        self.addresses: dict[Peer, str] = {}
+        """The address (``address_key``) each connection said ``hello`` from."""
+        self.waiting_by_address: dict[str, set[str]] = {}
+        """Per address: the codes of the rooms created from it that still wait for an
+        opponent (``max_waiting_per_ip``: many sessions from one address must not fill the
+        room cap)."""
         self._hooks = RoomHooks(
             clock=clock,
             rng_factory=rng_factory,
@@ -180,6 +195,7 @@ class Hub:
             thinker=thinker if thinker is not None else InlineThinker(schedule_soon),
             bot_budget_s=config.bot_budget_s,
             on_status=self._status_changed,
+            on_info=self._info_changed,
         )
         self._bot_rng = rng_factory()
         self._ids = ids if ids is not None else random.SystemRandom()
@@ -207,6 +223,8 @@ class Hub:
         """Answer a first frame. Raises a fatal ProtocolError for an unsupported version, a
         name that may not be shown, or an address over its ``hello`` rate (``ip``: the
         peer's address; empty: not limited)."""
+        if ip:
+            self.addresses[peer] = address_key(ip)
         if ip and not self._hello_allowed(ip):
             raise ProtocolError(
                 ErrorCode.TOO_MANY_HELLOS,
@@ -338,6 +356,7 @@ class Hub:
 
     def disconnected(self, peer: Peer, session: Session | None) -> None:
         self._pending.pop(peer, None)
+        self.addresses.pop(peer, None)
         if self.cluster is not None:
             self.cluster.disconnected(peer, session)
         for code in self.watching.pop(peer, set()):
@@ -432,18 +451,45 @@ class Hub:
                 )
 
     def _list_rooms(self, peer: Peer, msg: messages.ListRooms) -> None:
+        """A page is encoded once per version of its listing (``PAGE_CACHE`` pages kept per
+        game): five clients asking at the rate limit cost the loop a dict lookup each, not
+        a hundred ``info`` dicts and their encoding (``bench/abuse.py`` ``list_rooms``)."""
         listing = self.listed.get(msg.game)
-        rooms: list[Room] = []
-        after: int | None = None
-        if listing is not None:
-            start = int(msg.cursor) if msg.cursor is not None else 0
-            rooms, after = listing.page(start, self.config.list_rooms_page)
+        if listing is None:
+            peer.send(frames.reply("rooms", msg.id, rooms=[], next=None))
+            return
+        start = int(msg.cursor) if msg.cursor is not None else 0
+        cached = listing.pages.get(start)
+        if cached is not None and cached[0] == listing.version:
+            peer.send(frames.reply_with_id(cached[1], msg.id))
+            return
+        rooms, after = listing.page(start, self.config.list_rooms_page)
         nxt = str(after) if after is not None else None
-        info = [r.info() for r in rooms]
-        peer.send(frames.reply("rooms", msg.id, rooms=info, next=nxt))
+        head = frames.reply_head("rooms", rooms=[r.info() for r in rooms], next=nxt)
+        pages = listing.pages
+        if len(pages) >= PAGE_CACHE:  # cursors are the client's to choose: keep a few
+            pages.clear()
+        pages[start] = (listing.version, head)
+        peer.send(frames.reply_with_id(head, msg.id))
+
+    def _info_changed(self, room: Room) -> None:
+        """A listed room's ``info`` changed: its listings' cached pages are stale."""
+        if room.listed_at:
+            self.listed[None].version += 1
+            listing = self.listed.get(room.spec.name)
+            if listing is not None:
+                listing.version += 1
 
     def _status_changed(self, room: Room) -> None:
-        """Keep ``listed`` current: a room is listed while public, open and not finished."""
+        """Keep ``listed`` current: a room is listed while public, open and not finished.
+        And ``waiting_by_address``: a room that started or closed waits no more."""
+        if room.address and (room.game is not None or room.code not in self.rooms):
+            held = self.waiting_by_address.get(room.address)
+            if held is not None:
+                held.discard(room.code)
+                if not held:
+                    del self.waiting_by_address[room.address]
+            room.address = ""
         listable = room.public and room.status != "finished" and room.code in self.rooms
         changed = True
         if listable and room.listed_at == 0:
@@ -457,6 +503,7 @@ class Hub:
             self.listed[room.spec.name].removed()
         else:
             changed = False
+            self._info_changed(room)  # a game started or ended: its status shows
         if room.rated and self.accounts is not None:
             self.accounts.status(room)
         recorder = self._hooks.recorder
@@ -581,8 +628,9 @@ class Hub:
         cfg = self.config
         self._check_seats(session)
         bot = None
+        address: str | None = None
         if msg.bot is not None:
-            bot = self._make_bot(msg.game, msg.bot)
+            self._check_bot_level(msg.game, msg.bot)
             mine = sum(1 for code in session.rooms if code in self.bot_rooms)
             if mine >= cfg.max_bot_games_per_session:
                 raise ProtocolError(
@@ -593,6 +641,7 @@ class Hub:
                 raise ProtocolError(
                     ErrorCode.BOTS_BUSY, "the server plays as many bot games as it can"
                 )
+            bot = self._make_bot(msg.game, msg.bot)  # after the caps: a refusal builds none
         else:
             waiting = sum(1 for r in session.rooms.values() if r.game is None)
             if waiting >= cfg.max_waiting_per_session:
@@ -601,7 +650,18 @@ class Hub:
                     f"you have {waiting} rooms waiting for an opponent, the most one session "
                     "may (leave one first)",
                 )
+            address = self.addresses.get(peer)
+            held = self.waiting_by_address.get(address, ()) if address else ()
+            if cfg.max_waiting_per_ip and len(held) >= cfg.max_waiting_per_ip:
+                raise ProtocolError(
+                    ErrorCode.TOO_MANY_ROOMS,
+                    f"your address has {len(held)} rooms waiting for an opponent, the most "
+                    "one address may (join one, or leave one first)",
+                )
         room = self._new_room(msg.game, dict(msg.options), msg.public)
+        if bot is None and address:
+            room.address = address
+            self.waiting_by_address.setdefault(address, set()).add(room.code)
         room.rated = msg.rated
         seat = self._take_seat(peer, session, room, msg.seat)
         if bot is not None:  # seated first, so that joined already lists the opponent
@@ -611,12 +671,16 @@ class Hub:
         if bot is not None:
             room.start()
 
-    def _make_bot(self, game: str, level: str) -> Chooser:
+    def _check_bot_level(self, game: str, level: str) -> None:
         if level not in self.bots.get(game, []) or self.bot_factory is None:
             levels = ", ".join(self.bots.get(game, [])) or "none"
             raise ProtocolError(
                 ErrorCode.UNKNOWN_BOT, f"no bot {level!r} for {game} (levels: {levels})"
             )
+
+    def _make_bot(self, game: str, level: str) -> Chooser:
+        self._check_bot_level(game, level)
+        assert self.bot_factory is not None
         return self.bot_factory(game, level, random.Random(self._bot_rng.getrandbits(64)))
 
     def _join(self, peer: Peer, session: Session, msg: messages.Join) -> None:

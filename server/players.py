@@ -28,6 +28,9 @@ from stacko.server.records import BadRequest, _error, _json, iso
 
 PREFIXES = ("/api/accounts", "/api/leaderboard", "/api/players/")
 MAX_LIMIT = 100
+MAX_OFFSET = 10_000
+"""Deepest leaderboard rank a page may start at: an offset costs the store a walk over that
+many rows of the index per request."""
 RECENT = 20
 HISTORY = 200
 
@@ -79,7 +82,7 @@ async def _route(accounts: Accounts, ws: ServerConnection, request: Request) -> 
         raise BadRequest(http.HTTPStatus.METHOD_NOT_ALLOWED, "use_post", f"{path} takes POST")
     if path == "/api/accounts":
         q = _query(parts.query)
-        ip = ws.remote_address[0] if ws.remote_address else ""
+        ip = getattr(ws, "ip", "") or (ws.remote_address[0] if ws.remote_address else "")
         account, token = await accounts.register(
             q.get("name", ""), q.get("kind", "human"), address_key(str(ip))
         )
@@ -114,9 +117,13 @@ async def _leaderboard(accounts: Accounts, ws: ServerConnection, q: dict[str, st
         raise _bad(f"game must be one of {', '.join(GAMES)}")
     start = 0
     if q.get("cursor"):
-        if not (q["cursor"].isascii() and q["cursor"].isdigit()) or len(q["cursor"]) > 9:
-            raise BadRequest(http.HTTPStatus.BAD_REQUEST, "bad_cursor", "a cursor is a number")
-        start = int(q["cursor"])
+        text = q["cursor"]
+        if not (text.isascii() and text.isdigit()) or len(text) > 9 or int(text) > MAX_OFFSET:
+            raise BadRequest(
+                http.HTTPStatus.BAD_REQUEST, "bad_cursor",
+                f"a cursor is a number up to {MAX_OFFSET} (the leaderboard shows that many)",
+            )  # fmt: skip
+        start = int(text)
     limit = 20
     if q.get("limit"):
         limit_text = q["limit"]
@@ -136,7 +143,8 @@ async def _leaderboard(accounts: Accounts, ws: ServerConnection, q: dict[str, st
     for i, (name, kind, mu, sigma, games, w, d, lost) in enumerate(rows[:limit]):
         r = Rating(float(mu), float(sigma), int(games), int(w), int(d), int(lost))
         players.append({"rank": start + i + 1, "name": name, "kind": kind, **wire_rating(r)})
-    nxt = str(start + limit) if len(rows) > limit else None
+    more = len(rows) > limit and start + limit <= MAX_OFFSET
+    nxt = str(start + limit) if more else None
     return _json(
         ws, http.HTTPStatus.OK,
         {"game": game, "provisional_games": PROVISIONAL_GAMES, "players": players, "next": nxt},

@@ -56,7 +56,7 @@ class Thinker(Protocol):
 
 
 def _on_status(room: Room) -> None:
-    """The default ``RoomHooks.on_status``: nobody indexes the room."""
+    """The default ``RoomHooks.on_status`` and ``on_info``: nobody indexes the room."""
 
 
 @dataclass(eq=False)
@@ -109,6 +109,9 @@ class RoomHooks:
     on_status: Callable[[Room], None] = _on_status
     """Called when the status may have changed to or from ``finished`` (a game ended, a
     game started): the hub keeps its index of listable rooms with it."""
+    on_info: Callable[[Room], None] = _on_status
+    """Called when what ``info`` shows may have changed (players, their connections,
+    spectators): the hub's cached ``list_rooms`` pages that hold the room are stale."""
     late_bot_answers: list[int] = field(default_factory=lambda: [0])
     """Bot answers that came after the room moved on and were dropped (one counter shared
     by every room of a hub; a list so that rooms can add to it)."""
@@ -151,6 +154,9 @@ class Room:
     """Games here are rated when both seats are accounts (``server.ratings``)."""
     rating_change: Any = None
     """The rating change of the game that just ended, until it is announced."""
+    address: str = ""
+    """The address that created it, while it waits for an opponent (the hub counts waiting
+    rooms per address); empty after."""
 
     # -- what the room is -----------------------------------------------------------------
 
@@ -214,6 +220,7 @@ class Room:
         if seat is None or self.players[seat] is not None or self.game is not None:
             raise ProtocolError(ErrorCode.ROOM_FULL, f"room {self.code} has no free seat")
         self.players[seat] = player
+        self.hooks.on_info(self)
         return seat
 
     def ready(self) -> bool:
@@ -221,9 +228,12 @@ class Room:
 
     def watch(self, peer: Peer) -> None:
         self.spectators[peer] = None
+        self.hooks.on_info(self)
 
     def unwatch(self, peer: Peer) -> None:
-        self.spectators.pop(peer, None)
+        if peer in self.spectators:
+            del self.spectators[peer]
+            self.hooks.on_info(self)
 
     def joined_frame(
         self, seat: int | None, request_id: frames.RequestId, *, starting: bool = False
@@ -636,6 +646,8 @@ class Room:
         self._room_update(f"{self.name(seat)} joined", skip=seat, starting=self.ready())
 
     def _room_update(self, text: str, skip: int | None = None, *, starting: bool = False) -> None:
+        """Tells the room what changed (and the hub, whose listing may show it)."""
+        self.hooks.on_info(self)
         now = self.hooks.clock.monotonic()
         grace = self.hooks.reconnect_grace_s
         forfeit = {

@@ -32,6 +32,8 @@ from websockets.frames import CloseCode, Frame, Opcode
 from websockets.protocol import Event, State
 from websockets.speedups import apply_mask
 
+from stacko.server.forwarded import TrustedProxies
+
 log = logging.getLogger("stacko.connection")
 
 _DATA = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
@@ -62,15 +64,23 @@ class SocketCount:
     hold ``per_ip`` upgraded connections (0: neither limit). Over either, it gets its coded
     refusal (HTTP 429, from ``Server``) for at most ``REFUSALS_PER_S`` sockets a second and
     the others are closed at accept, before any request: a client opening sockets in a loop
-    must not buy a handshake (a few hundred microseconds of the loop) for each."""
+    must not buy a handshake (a few hundred microseconds of the loop) for each.
+
+    A socket from a trusted proxy (``proxies``) is counted in ``total`` only: its client is
+    known from its request, where ``Server`` applies the same limits to that client
+    (``request_allowed``, ``admitted``)."""
 
     REFUSALS_PER_S = 10.0
     MAX_BUCKETS = 10_000
     """Addresses remembered for the new-socket rate; beyond, the full buckets are forgotten."""
 
-    __slots__ = ("_opens", "_refusals", "admitted", "by_ip", "per_ip", "per_ip_per_s", "total")
+    __slots__ = (
+        "_opens", "_refusals", "admitted", "by_ip", "per_ip", "per_ip_per_s", "proxies", "total"
+    )  # fmt: skip
 
-    def __init__(self, per_ip: int = 0, per_ip_per_s: float = 0.0) -> None:
+    def __init__(
+        self, per_ip: int = 0, per_ip_per_s: float = 0.0, proxies: TrustedProxies | None = None
+    ) -> None:
         self.total = 0
         self.by_ip: dict[str, int] = {}
         self.admitted: dict[str, int] = {}
@@ -83,37 +93,49 @@ class SocketCount:
         its sockets close, so that connecting one at a time does not refill it."""
         self._refusals: dict[str, tuple[float, float]] = {}
         """Per address over a limit: its HTTP 429 answers, a token bucket."""
+        self.proxies = proxies if proxies else None
 
     def opened(self, ip: str, now: float) -> int:
         """Count a new socket: ``ADMIT``, ``REFUSE`` or ``CUT``."""
         self.total += 1
+        if self.proxies is not None and self.proxies.trusts(ip):
+            return ADMIT
         n = self.by_ip[ip] = self.by_ip.get(ip, 0) + 1
         if not self.per_ip:
             return ADMIT
-        over = n > self.per_ip
-        rate = self.per_ip_per_s
-        if rate > 0:
-            opens = self._opens
-            if len(opens) > self.MAX_BUCKETS:
-                full = self.per_ip / rate
-                self._opens = opens = {k: v for k, v in opens.items() if now - v[1] < full}
-            over = not _take(opens, ip, now, rate, float(self.per_ip)) or over
+        over = n > self.per_ip or not self.request_allowed(ip, now)
         if not over:
             return ADMIT
         limit = self.REFUSALS_PER_S
         return REFUSE if _take(self._refusals, ip, now, limit, limit) else CUT
 
+    def request_allowed(self, ip: str, now: float) -> bool:
+        """A token from ``ip``'s new-socket bucket (``per_ip_per_s``), if it has one: at
+        accept for a socket's own address, at its request for a proxy's client."""
+        rate = self.per_ip_per_s
+        if not self.per_ip or rate <= 0:
+            return True
+        opens = self._opens
+        if len(opens) > self.MAX_BUCKETS:
+            full = self.per_ip / rate
+            self._opens = opens = {k: v for k, v in opens.items() if now - v[1] < full}
+        return _take(opens, ip, now, rate, float(self.per_ip))
+
     def admit(self, ip: str) -> None:
         self.admitted[ip] = self.admitted.get(ip, 0) + 1
 
-    def closed(self, ip: str, admitted: bool) -> None:
-        if admitted:
-            left = self.admitted.get(ip, 0) - 1
+    def closed(self, ip: str, admitted: str | None) -> None:
+        """``ip``: the socket's peer; ``admitted``: the address its upgrade was counted
+        under (the client's, behind a proxy), ``None`` if it was not."""
+        if admitted is not None:
+            left = self.admitted.get(admitted, 0) - 1
             if left > 0:
-                self.admitted[ip] = left
+                self.admitted[admitted] = left
             else:
-                self.admitted.pop(ip, None)
+                self.admitted.pop(admitted, None)
         self.total -= 1
+        if ip not in self.by_ip:
+            return  # a trusted proxy's socket: in the total only
         left = self.by_ip.get(ip, 0) - 1
         if left > 0:
             self.by_ip[ip] = left
@@ -151,13 +173,24 @@ class DirectServerConnection(ServerConnection):
         """Called when the socket's writes pause (its buffer passed the high-water mark)."""
         self.deaf = False
         """Reading stopped for good (``stop_reading``)."""
+        self.discarding = False
+        """The server closed (or is closing) the connection: from now on frames are cut
+        and dropped here, each counted by ``on_discarded``, and only a close frame goes on
+        to websockets (``_discard``)."""
+        self.on_discarded: Callable[[], None] | None = None
+        """Called for each frame dropped while ``discarding`` (it may ``stop_reading``)."""
         self.sockets = sockets
         self.admitted = False
         """Counted in ``sockets.admitted``."""
         self.refuse = False
         """Over its address's new-socket rate: its upgrade gets HTTP 429."""
+        self.peer_ip = ""
+        """The socket's remote address, as counted in ``sockets``."""
         self.ip = ""
-        """The remote address, as counted in ``sockets``."""
+        """The client's address, which every per-address limit counts: ``peer_ip``, or
+        behind a trusted proxy the one its request names (``Server.client_ip``)."""
+        self.proxied = False
+        """The peer is a trusted proxy (``--forwarded-allow-ips``)."""
         self.queued = 0
         """Messages put on websockets' queue whose reader has not called ``handled`` yet
         (a fragmented message counts from its first fragment)."""
@@ -182,6 +215,9 @@ class DirectServerConnection(ServerConnection):
             super().data_received(data)
             return
         protocol = self.protocol
+        if self.discarding and protocol.state is not State.CONNECTING:
+            self._discard(data)
+            return
         if protocol.state is not State.OPEN:
             if protocol.state is State.CONNECTING:
                 self._watch_handshake(data)
@@ -235,6 +271,32 @@ class DirectServerConnection(ServerConnection):
         elif pos < n:
             self._buf = bytearray(buf[pos:])
 
+    def _discard(self, data: bytes) -> None:
+        """Frames the server will not handle (it closed): skipped by their headers, not
+        parsed by websockets, whose parser costs ~10 us a frame (``bench/abuse.py``
+        ``frame_flood``: a flooder's 256 KB read of small frames after its close held the
+        loop for ~100 ms). The client's close frame, or a frame websockets must fail, and
+        everything after it, go to websockets."""
+        self._buf += data
+        buf = self._buf
+        limit = self.protocol.max_message_size or 0
+        pos = 0
+        while not self.deaf and (header := read_header(buf, pos)) is not None:
+            head, length = header
+            if buf[pos] & 0x0F == 0x8 or not buf[pos + 1] & 0x80 or length > limit:
+                self._hand_over(buf, pos)
+                return
+            end = pos + head + 4 + length
+            if end > len(buf):
+                break
+            pos = end
+            if self.on_discarded is not None:
+                self.on_discarded()
+        if self.deaf:  # told to read no more: nor to keep what it sent
+            self._buf = bytearray()
+        else:
+            del buf[:pos]
+
     def _hand_over(self, buf: bytes | bytearray, pos: int) -> None:
         """websockets parses everything from ``pos`` on, and from now on."""
         self._framer = False
@@ -267,8 +329,10 @@ class DirectServerConnection(ServerConnection):
         self.recv_messages.resume = self._queue_drained  # reading has two reasons to pause
         if self.sockets is not None:
             peer = transport.get_extra_info("peername")
-            self.ip = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
-            verdict = self.sockets.opened(self.ip, self.loop.time())
+            self.ip = self.peer_ip = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+            proxies = self.sockets.proxies
+            self.proxied = proxies is not None and proxies.trusts(self.peer_ip)
+            verdict = self.sockets.opened(self.peer_ip, self.loop.time())
             if verdict == CUT:
                 self.transport.abort()  # opening sockets in a loop: no answer at all
             self.refuse = verdict == REFUSE
@@ -276,7 +340,7 @@ class DirectServerConnection(ServerConnection):
     def connection_lost(self, exc: Exception | None) -> None:
         DirectServerConnection.lost += 1
         if self.sockets is not None:
-            self.sockets.closed(self.ip, self.admitted)
+            self.sockets.closed(self.peer_ip, self.ip if self.admitted else None)
             self.sockets = None
         super().connection_lost(exc)
 

@@ -212,6 +212,7 @@ async def _run_live(
                 host="127.0.0.1", port=0, rate_per_second=LOCAL_RATE, burst=LOCAL_BURST,
                 # two connections per game, all from loopback: no per-address limits
                 hello_rate_per_ip=1e9, hello_burst_per_ip=10**9, max_connections_per_ip=0,
+                max_waiting_per_ip=0,
             )  # fmt: skip
             srv = await stack.enter_async_context(Server(config, rng_factory=dealer))
             url = srv.url

@@ -609,6 +609,7 @@ class Harness:
         bot rooms). ``store``: a ``server.store`` backend (not yet open) to record the games in."""
         config.setdefault("burst", 1_000_000)  # the FakeClock never refills the buckets
         config.setdefault("hello_burst_per_ip", 1_000_000)
+        config.setdefault("api_burst_per_ip", 1_000_000)
         clock = FakeClock()
         deals = random.Random(seed)
         server = Server(

@@ -225,3 +225,136 @@ def test_bot_workers_give_the_cpu_to_the_event_loop_first():
     finally:
         pool.shutdown()
     assert niceness >= min(19, os.nice(0) + 10)
+
+
+async def test_a_refused_bot_room_builds_no_bot(make_harness, tmp_path):
+    """The caps come before the bot is made: a client asking for bot rooms past its cap
+    must not cost the server a strong bot's construction per request."""
+    (tmp_path / "release").touch()
+    levels, make = bots(tmp_path)
+    built: list[str] = []
+
+    def counting(game: str, level: str, rng: Any) -> Any:
+        built.append(level)
+        return make(game, level, rng)
+
+    h = await make_harness(bots=(levels, counting), max_bot_games_per_session=1, max_bot_games=1)
+    a = await outsider(h, "a")
+    assert (await a.call("create_room", options=SMALL, bot="slow"))["type"] == "joined"
+    assert built == ["slow"]
+    again = await a.call("create_room", options=SMALL, bot="slow")
+    assert again["code"] == "too_many_bot_games", again
+    b = await outsider(h, "b")
+    busy = await b.call("create_room", options=SMALL, bot="slow")
+    assert busy["code"] == "bots_busy", busy
+    unknown = await b.call("create_room", options=SMALL, bot="nobody")
+    assert unknown["code"] == "unknown_bot", unknown
+    assert built == ["slow"]
+    for x in (a, b):
+        await x.ws.close()
+
+
+def gate_the_start(monkeypatch: Any) -> tuple[Any, list[int]]:
+    """Hold the pool's start (the executor's making, where the fork server starts) until
+    the test sets the event; returns it and the threads the start ran in."""
+    import threading
+
+    from stacko.server import botpool
+
+    gate = threading.Event()
+    threads: list[int] = []
+    real = botpool.PoolThinker.executor
+
+    def gated(self: Any) -> Any:
+        threads.append(threading.get_ident())
+        assert gate.wait(WAIT_S), "the pool's start waited for the event loop: it ran on it"
+        return real(self)
+
+    monkeypatch.setattr(botpool.PoolThinker, "executor", gated)
+    return gate, threads
+
+
+async def test_the_first_decision_waits_for_the_workers_off_the_loop(monkeypatch):
+    """Starting the pool blocks while the fork server imports the bots (~100 ms, more on a
+    busy machine): on the first decision, on the loop, that stalled every room once. Here
+    the start is held until the test, on the loop, lets it go: had the decision waited for
+    it on the loop, it would wait forever (the gate gives up, and the test fails)."""
+    import random
+    import threading
+
+    from stacko.bots.registry import make_bot
+    from stacko.engine.games import GAMES
+    from stacko.server.botpool import PoolThinker
+
+    gate, threads = gate_the_start(monkeypatch)
+    spec = GAMES["stakko"]
+    state = spec.new_game(spec.options_type(), random.Random(3))
+    view = state.view(state.to_move)
+    legal = view.legal_moves()
+    pool = PoolThinker(1)
+    answers: list[tuple[Any, str | None]] = []
+    try:
+        bot = make_bot("stakko", "random", random.Random(4))
+        pool.think(bot, view, legal, 30.0, lambda move, _bot, error: answers.append((move, error)))
+        assert not answers and not pool.ready  # asked, not answered: the pool is starting
+        await until(lambda: threads, "the pool started starting")
+        assert threading.get_ident() not in threads
+        gate.set()
+        await until(lambda: answers, "the decision was answered")
+        assert pool.ready and answers[0][1] is None and answers[0][0] in legal
+    finally:
+        gate.set()
+        await asyncio.to_thread(pool.shutdown)
+
+
+async def test_the_server_starts_its_bot_workers_at_start_off_the_loop(
+    make_harness, tmp_path, monkeypatch
+):
+    import threading
+
+    gate, threads = gate_the_start(monkeypatch)
+    h = await make_harness(bots=bots(tmp_path), bot_workers=1)
+    pool = h.server.bot_pool
+    assert pool is not None and pool.starting and not pool.ready  # start returned before it
+    await until(lambda: threads, "the pool started starting")
+    assert threading.get_ident() not in threads
+    gate.set()
+    await until(lambda: pool.ready, "the workers are up")
+    (tmp_path / "release").touch()
+    human, _ = await bot_room(h)  # the first decision goes straight to a worker
+    await human.ws.close()
+
+
+def test_the_workers_end_with_a_server_killed_with_sigkill(tmp_path):
+    """A server killed with SIGKILL could not stop its workers, and they lived on, with the
+    fork server, holding the server's stdout: whoever read it (a supervisor, the kill -9
+    test) never saw its end. Now each worker ends with the server, and the stdout closes."""
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "server.py"
+    script.write_text(
+        "import time\n"
+        "from stacko.server.botpool import PoolThinker\n"
+        "if __name__ == '__main__':\n"
+        "    pool = PoolThinker(2)\n"
+        "    pool._start()\n"
+        "    assert pool.ready\n"
+        "    print('up', flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], cwd=root, stdout=subprocess.PIPE,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"up\n"
+        proc.send_signal(signal.SIGKILL)
+        out, _ = proc.communicate(timeout=WAIT_S * 3)  # EOF: nobody holds the stdout
+        assert out == b""
+    finally:
+        proc.kill()
+        proc.wait()

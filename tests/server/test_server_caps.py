@@ -40,6 +40,28 @@ async def test_waiting_rooms_are_capped_per_session_and_survive_a_reconnect(make
     assert (await again.call("create_room", options=SMALL))["type"] == "joined"
 
 
+async def test_waiting_rooms_are_capped_per_address_whatever_its_sessions(make_harness):
+    """256 connections x 3 waiting rooms each would let one address fill the room cap:
+    ``max_waiting_per_ip`` counts the waiting rooms created from it, by any session."""
+    h = await make_harness(max_waiting_per_ip=4, max_waiting_per_session=3)
+    a, b = await h.client("a"), await h.client("b")
+    made = [await h.create(a, SMALL) for _ in range(3)]
+    last = await h.create(b, SMALL)
+    err = await refused(b, "too_many_rooms", "create_room", options=SMALL)
+    assert "address" in err["message"] and err["fatal"] is False
+    fresh = await h.client("fresh")  # a new session is no way around it
+    await refused(fresh, "too_many_rooms", "create_room", options=SMALL)
+    assert h.server.hub.waiting_by_address == {"127.0.0.1": {*made, last}}
+    # a room that gets its opponent waits no more, nor does one that closes
+    assert (await fresh.call("join", room=made[0]))["type"] == "joined"
+    h.snap(made[0])
+    assert (await b.call("create_room", options=SMALL))["type"] == "joined"
+    await refused(fresh, "too_many_rooms", "create_room", options=SMALL, public=False)
+    assert (await a.call("leave", room=made[1]))["type"] == "left"
+    assert (await fresh.call("create_room", options=SMALL))["type"] == "joined"
+    assert len(h.server.hub.waiting_by_address["127.0.0.1"]) == 4
+
+
 async def test_seats_are_capped_per_session_and_a_queued_match_counts(make_harness):
     h = await make_harness(max_seats_per_session=2, max_waiting_per_session=5)
     a = await h.client("a")
@@ -210,6 +232,7 @@ def test_protocol_md_and_readme_give_the_defaults():
     cfg = ServerConfig()
     for value, code in [
         (cfg.max_waiting_per_session, "too_many_rooms"),
+        (cfg.max_waiting_per_ip, "too_many_rooms"),
         (cfg.max_seats_per_session, "too_many_seats"),
         (cfg.max_bot_games_per_session, "too_many_bot_games"),
         (cfg.max_watching_per_session, "too_many_watched"),
@@ -219,11 +242,16 @@ def test_protocol_md_and_readme_give_the_defaults():
         assert f"| {value} | `{code}` |" in doc, code
     rate, burst = cfg.hello_rate_per_ip, cfg.hello_burst_per_ip
     assert f"| {rate:g} per second, bursts of {burst} | `too_many_hellos` (fatal) |" in doc
+    rate, burst = cfg.api_rate_per_ip, cfg.api_burst_per_ip
+    assert f"| {rate:g} per second, bursts of {burst} | `rate_limited` (HTTP 429" in doc
+    for flag in ("--forwarded-allow-ips", "X-Forwarded-For"):
+        assert flag in readme and flag in doc, flag
     for option in (
-        "max_waiting_per_session", "max_seats_per_session", "max_bot_games_per_session",
+        "max_waiting_per_session", "max_waiting_per_ip", "max_seats_per_session",
+        "max_bot_games_per_session",
         "max_watching_per_session", "max_spectators_per_room", "max_bot_games",
         "hello_rate_per_ip", "hello_burst_per_ip", "quick_match_reserve", "list_rooms_page",
-        "bot_workers", "bot_budget_s",
+        "bot_workers", "bot_budget_s", "api_rate_per_ip", "api_burst_per_ip",
     ):  # fmt: skip
         flag = "--" + option.replace("_", "-")
         assert flag in readme, flag
@@ -241,3 +269,60 @@ def test_addresses_count_by_ipv4_address_or_ipv6_network():
     assert address_key("2001:db8:1:2:aaaa::1") == address_key("2001:db8:1:2:bbbb::9")
     assert address_key("2001:db8:1:2::1") == "2001:db8:1:2::/64"
     assert address_key("2001:db8:1:3::1") != address_key("2001:db8:1:2::1")
+
+
+def test_a_reply_head_completes_to_the_reply_byte_for_byte():
+    from stacko.protocol import frames
+
+    for rid in (None, 0, 7, "a-b", 'q"\\'):
+        head = frames.reply_head("rooms", rooms=[{"room": "X"}], next="3")
+        assert frames.reply_with_id(head, rid) == frames.reply(
+            "rooms", rid, rooms=[{"room": "X"}], next="3"
+        )
+
+
+async def test_list_rooms_pages_are_encoded_once_until_a_listed_room_changes(make_harness):
+    """Five clients at the rate limit asking for a page of 100 rooms spent the loop on
+    building and encoding it per request: a page is cached until its listing changes, and
+    every change a page shows (a seat taken, a spectator, a connection lost, a game started,
+    a room gone) makes the next request build it again."""
+    h = await make_harness(list_rooms_page=1)
+    a = await h.client("a")
+    first = await h.create(a, SMALL)
+    second = await h.create(a, SMALL)
+    c = await h.client("c")
+
+    async def page(cursor: str | None = None) -> tuple[dict, str | None]:
+        fields = {} if cursor is None else {"cursor": cursor}
+        answer = await c.call("list_rooms", **fields)
+        assert answer["type"] == "rooms" and len(answer["rooms"]) == 1, answer
+        return answer["rooms"][0], answer["next"]
+
+    info, nxt = await page()
+    assert info["room"] == first and [p["name"] for p in info["players"]] == ["a"]
+    assert nxt is not None and (await page(nxt))[0]["room"] == second
+    # Changed behind the hub's back (no hook): a cached page does not show it ...
+    room = h.server.hub.rooms[first]
+    room.players[0].name = "renamed"
+    assert (await page())[0]["players"][0]["name"] == "a"
+    assert (await page(nxt))[0]["room"] == second  # the next page is cached on its own
+    # ... and every change the hub hears of makes the page anew.
+    w = await h.client("w")
+    assert (await w.call("join", room=first, role="spectator"))["type"] == "joined"
+    info, _ = await page()
+    assert info["players"][0]["name"] == "renamed" and info["spectators"] == 1
+    assert (await w.call("leave", room=first))["type"] == "left"
+    assert (await page())[0]["spectators"] == 0
+    b = await h.client("b")
+    assert (await b.call("join", room=first))["type"] == "joined"
+    h.snap(first)
+    info, _ = await page()
+    assert info["status"] == "playing" and len(info["players"]) == 2
+    await b.close()
+    await a.barrier()
+    info, _ = await page()
+    assert [p["connected"] for p in info["players"]] == [True, False]
+    assert (await a.call("leave", room=second))["type"] == "left"
+    answer = await c.call("list_rooms", cursor=nxt)
+    assert answer["rooms"] == [] and answer["next"] is None
+    assert len(h.server.hub.listed[None].pages) <= 16
