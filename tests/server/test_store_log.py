@@ -100,6 +100,7 @@ async def test_compaction_keeps_what_games_in_progress_need(make_harness, store_
 async def test_the_log_is_compacted_by_itself(make_harness, store_spec, monkeypatch):
     monkeypatch.setattr(recorder, "COMPACT_MIN_ROWS", 5)
     monkeypatch.setattr(recorder, "COMPACT_CHUNK_IDS", 3)  # several delete transactions
+    monkeypatch.setattr(recorder, "COMPACT_CHUNK_ROWS", 2)  # a game's rows in several
     h = await make_harness(store=make_store(*store_spec))
     rec = h.server.hub._hooks.recorder
     for names in (("a", "b"), ("c", "d"), ("e", "f")):
@@ -115,6 +116,7 @@ async def test_the_log_is_compacted_by_itself(make_harness, store_spec, monkeypa
     await h.server.store.flush()
     rows = await log_rows(h.server.store)
     assert {r[0] for r in rows} <= {g.room.game_id}
+    assert sorted({r[1] for r in rows}) == list(range(1, g.room.seq + 1))  # all of it, once
 
 
 async def test_a_schema_2_database_is_migrated_with_its_games(make_harness, store_spec):
