@@ -249,3 +249,20 @@ async def test_closing_waits_for_a_read_whose_caller_is_gone(tmp_path, writer):
     assert await reading == [(7,)] + [(i,) for i in range(2, 1001)]  # to its end
     with pytest.raises(StoreError):
         await store.fetch("SELECT 1")
+
+
+async def test_closing_postgresql_waits_for_a_read_in_flight(pg_cluster):
+    """The PostgreSQL store's close waits for its reader's query in flight (closing the
+    connection under it failed the read, and asyncpg's close with "got result for unknown
+    protocol state"); a read after the close is a ``StoreError``."""
+    store = make_store(pg_cluster.fresh_db())
+    await store.open()
+    reading = asyncio.create_task(store.fetch("SELECT 7 FROM pg_sleep(0.3)"))
+    for _ in range(100):  # bounded: until the read holds the reader
+        if store._read_lock.locked():
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.wait_for(store.close(), 10)
+    assert await reading == [(7,)]
+    with pytest.raises(StoreError):
+        await store.fetch("SELECT 1")
