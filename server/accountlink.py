@@ -179,19 +179,8 @@ class AccountLink:
         known = signed[0] in self.accounts.online
         account = self.accounts._held((signed[0], signed[1], signed[2], bool(signed[3])))
         if not known:
-            task = asyncio.get_running_loop().create_task(self._load(account))
-            self.ratings.loading[account.id] = task
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self.ratings.refresh(account)
         return account
-
-    async def _load(self, account: Account) -> None:
-        try:
-            await self.ratings.load(account)
-        except Exception:
-            log.exception("the ratings of %s could not be loaded", account.name)
-        finally:
-            self.ratings.loading.pop(account.id, None)
 
     def kick(self, account_id: str) -> None:
         """The account's token changed (rotated, revoked): its sessions end here and, on a

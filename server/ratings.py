@@ -114,7 +114,8 @@ class Ratings:
         self._pairs: dict[tuple[str, str, str], dict[str, int]] = {}
         self.loading: dict[str, asyncio.Task[None]] = {}
         """Account id -> the loading of its ratings, for an account met in a request another
-        node forwarded (no game is rated from ratings not loaded yet)."""
+        node forwarded and at each rated game's start (no game is rated from ratings not
+        loaded yet, nor from older ones than the store's at its start)."""
         self.checking: dict[int, PairCheck] = {}
         """id(room) -> the count of its pair's rated games, while the store is asked."""
         self._tasks: set[asyncio.Task[None]] = set()
@@ -143,6 +144,24 @@ class Ratings:
                 account.ratings[game] = Rating(
                     float(mu), float(sigma), int(games), int(w), int(d), int(lost)
                 )
+
+    def refresh(self, account: Account) -> None:
+        """Read ``account``'s ratings again, in the background: a game of it that ends
+        before they are in is rated once they are (``finished``), never from older ones."""
+        if account.id in self.loading:
+            return
+        task = asyncio.get_running_loop().create_task(self._refresh(account))
+        self.loading[account.id] = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _refresh(self, account: Account) -> None:
+        try:
+            await self.load(account)
+        except Exception:
+            log.exception("the ratings of %s could not be loaded", account.name)
+        finally:
+            self.loading.pop(account.id, None)
 
     def account_of(self, player: Any) -> Account | None:
         if player is None:
@@ -193,6 +212,9 @@ class Ratings:
             return why_not
         times[game_id] = int(time.time() * 1000)
         pair = self.live[id(room)] = (a, b)
+        for account in pair:  # rated from its latest ratings (another node's games too)
+            if not account.builtin:
+                self.refresh(account)
         check = PairCheck(room, pair, game_id, key)
         self.checking[id(room)] = check
         task = asyncio.get_running_loop().create_task(self._count_pair(check))
@@ -257,10 +279,6 @@ class Ratings:
                 await self.store.execute(
                     [("DELETE FROM rated_pairs WHERE game_id = ?", (check.game_id,))]
                 )
-            else:  # rated from the accounts' latest ratings (another node's games too)
-                for account in (a, b):
-                    if not account.builtin:
-                        await self.load(account)
         except Exception:  # the store fails: the server is going down anyway
             log.exception("the rated games of %s and %s could not be counted", a.name, b.name)
         if self.checking.get(id(room)) is check:

@@ -165,7 +165,18 @@ class PostgresStore(Store):
                 self._queue.put_nowait(None)
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
-        await self._close_conns()
+        # A read in flight ends first: asyncpg's close under a query (or right after one
+        # cancelled) fails with "got result for unknown protocol state".
+        try:
+            await asyncio.wait_for(self._read_lock.acquire(), 5)
+        except TimeoutError:  # a read that hangs: the connection is closed under it
+            log.warning("PostgreSQL store closed under a read still in flight")
+            await self._close_conns()
+            return
+        try:
+            await self._close_conns()
+        finally:
+            self._read_lock.release()
 
     async def _close_conns(self) -> None:
         for conn in (self._writer_conn, self._reader):
@@ -176,14 +187,20 @@ class PostgresStore(Store):
                     conn.terminate()
         self._writer_conn = self._reader = None
 
+    def _held_reader(self) -> Any:
+        """The reader, with ``_read_lock`` held by the caller."""
+        if self._reader is None:
+            raise StoreError(f"{self.location}: the store is not open")
+        return self._reader
+
     async def fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        assert self._reader is not None, "the store is not open"
         async with self._read_lock:
-            rows = await self._reader.fetch(self._q(sql), *params)
+            rows = await self._held_reader().fetch(self._q(sql), *params)
         return [tuple(r) for r in rows]
 
     async def execute(self, ops: Any) -> None:
-        assert self._reader is not None, "the store is not open"
-        async with self._read_lock, self._reader.transaction():
-            for sql, params in ops:
-                await self._reader.execute(self._q(sql), *params)
+        async with self._read_lock:
+            reader = self._held_reader()
+            async with reader.transaction():
+                for sql, params in ops:
+                    await reader.execute(self._q(sql), *params)

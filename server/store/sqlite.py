@@ -245,31 +245,44 @@ class SQLiteStore(Store):
         if self._checkpointer is not None:
             await asyncio.to_thread(self._checkpointer.join)
             self._checkpointer = None
-        if self._reader is not None:
+        await asyncio.to_thread(self._close_reader)
+
+    def _close_reader(self) -> None:
+        """Under the reader's lock: a ``fetch`` whose caller was cancelled (or timed out)
+        still runs in its thread, and closing the connection under it crashed the process
+        (a segmentation fault in sqlite3)."""
+        with self._read_lock:
+            reader, self._reader = self._reader, None
+            if reader is None:
+                return
             if self.failed is None:
                 with contextlib.suppress(sqlite3.Error):
-                    self._reader.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            self._reader.close()
-            self._reader = None
+                    reader.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            reader.close()
+
+    def _held_reader(self) -> sqlite3.Connection:
+        """The reader, with ``_read_lock`` held by the caller."""
+        if self._reader is None:
+            raise StoreError(f"{self.path}: the store is not open")
+        return self._reader
 
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        assert self._reader is not None, "the store is not open"
         with self._read_lock:
-            return list(self._reader.execute(sql, params).fetchall())
+            return list(self._held_reader().execute(sql, params).fetchall())
 
     async def fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return await asyncio.to_thread(self._read, sql, params)
 
     def _run(self, ops: list[Op]) -> None:
-        assert self._reader is not None, "the store is not open"
         with self._read_lock:
-            self._reader.execute("BEGIN IMMEDIATE")
+            conn = self._held_reader()
+            conn.execute("BEGIN IMMEDIATE")
             try:
                 for sql, params in ops:
-                    self._reader.execute(sql, params)
-                self._reader.execute("COMMIT")
+                    conn.execute(sql, params)
+                conn.execute("COMMIT")
             except BaseException:
-                self._reader.execute("ROLLBACK")
+                conn.execute("ROLLBACK")
                 raise
 
     async def execute(self, ops: Any) -> None:

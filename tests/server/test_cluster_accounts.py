@@ -279,6 +279,49 @@ async def test_quick_match_across_nodes_is_rated_from_the_latest_ratings(
     assert before == after, (before, after)
 
 
+async def test_a_rated_game_over_before_its_ratings_are_read_is_rated_from_them(
+    nodes, redis_server, store_spec
+):
+    """Alice signed in on n0, then another node rated her (the row in the store): a rated
+    game on n0 that ends before her ratings are read again is rated once they are, from the
+    store's (it was rated from those of her ``hello``: the read came after the pair count)."""
+    ns = nodes()
+    await ns.start(redis_server.url, store_spec, 2)
+    n0, _ = ns.nodes
+    ta, tb = await accounts(n0.port, "Alice", "Bobby")
+    ca = await ns.signed_in(0, ta, "Alice")
+    cb = await ns.signed_in(1, tb, "Bobby")
+    (alice_id,) = (await n0.store.fetch("SELECT id FROM accounts WHERE name = 'Alice'"))[0]
+    await n0.store.execute(
+        [
+            (
+                "INSERT INTO ratings (account_id, game, mu, sigma, games, wins, draws, losses, "
+                "updated_ms) VALUES (?, 'stacko', 1342.0, 450.0, 1, 0, 0, 1, 1)",
+                (alice_id,),
+            )
+        ]
+    )
+    ratings = n0.ratings
+    real = ratings.load
+    release = asyncio.Event()
+
+    async def held(account):
+        if account.id == alice_id:
+            await release.wait()
+        await real(account)
+
+    ratings.load = held
+    room = (await ca.call("create_room", options=SMALL, public=False, rated=True))["room"]
+    assert (await cb.call("join", room=room))["type"] == "joined"
+    await cb.expect("state", room=room)
+    over = await cb.call("resign", room=room)
+    assert over["view"]["outcome"] is not None, over  # over, Alice's ratings not read yet
+    release.set()
+    rating = await ca.expect("rating", room=room)
+    alice = next(c for c in rating["changes"] if c["name"] == "Alice")
+    assert alice["before"] == 1342 and alice["after"] > 1342, rating
+
+
 async def test_presence_comes_back_with_an_emptied_redis(nodes, redis_server, store_spec):
     """Redis restarts empty: each node writes its accounts' presence again with its lease,
     and a challenge finds the account on the other node again."""

@@ -215,3 +215,54 @@ def test_the_gate_releases_up_to_a_ticket_in_order_with_what_is_held_meanwhile()
     gate.drop()  # a failed store: nothing held leaves, nothing more will
     gate.release(4)
     assert out == ["a", "b", "c", "d", "d2"] and gate.holding
+
+
+@pytest.mark.parametrize("writer", ["loop", "thread"])
+async def test_closing_waits_for_a_read_whose_caller_is_gone(tmp_path, writer):
+    """A ``fetch`` runs in a thread (and reads on there when its caller is cancelled);
+    ``close`` closed the connection under it, which crashed the process now and then (a
+    segmentation fault in a reading thread as a test's loop shut down). Now the close waits
+    for the read, and a read after the close is a ``StoreError``."""
+    import threading
+
+    store = make_store("sqlite", str(tmp_path / "data"), "normal", writer)
+    await store.open()
+    entered, release = threading.Event(), threading.Event()
+
+    def hold() -> int:
+        entered.set()
+        release.wait(5)
+        return 7
+
+    store._reader.create_function("hold", 0, hold)
+    reading = asyncio.create_task(
+        store.fetch(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) "
+            "SELECT CASE WHEN i = 1 THEN hold() ELSE i END FROM n"
+        )
+    )
+    assert await asyncio.to_thread(entered.wait, 10)
+    closing = asyncio.create_task(store.close())
+    await asyncio.wait({closing}, timeout=0.5)  # a close that does not wait is done by now
+    release.set()
+    await asyncio.wait_for(closing, 10)
+    assert await reading == [(7,)] + [(i,) for i in range(2, 1001)]  # to its end
+    with pytest.raises(StoreError):
+        await store.fetch("SELECT 1")
+
+
+async def test_closing_postgresql_waits_for_a_read_in_flight(pg_cluster):
+    """The PostgreSQL store's close waits for its reader's query in flight (closing the
+    connection under it failed the read, and asyncpg's close with "got result for unknown
+    protocol state"); a read after the close is a ``StoreError``."""
+    store = make_store(pg_cluster.fresh_db())
+    await store.open()
+    reading = asyncio.create_task(store.fetch("SELECT 7 FROM pg_sleep(0.3)"))
+    for _ in range(100):  # bounded: until the read holds the reader
+        if store._read_lock.locked():
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.wait_for(store.close(), 10)
+    assert await reading == [(7,)]
+    with pytest.raises(StoreError):
+        await store.fetch("SELECT 1")
