@@ -444,12 +444,12 @@ class StrongStackoBot(BaseBot):
     round by what still wins the game. Measured against ``strong-v1`` over 300 duplicate
     deals while tuning: gifts alone 0.512, with the score plan 0.542, with the late run
     bonus 0.557 (about +-0.03); the 2,000-deal figures are in bench/README.md. Retuned
-    (session 2, paired over the same duplicate deals against ``strong-v1``, 600 deals each):
-    a gift counted at half its value cost 0.027 +- 0.020 against a quarter (and a whole one
-    0.056 more), and a larger run bonus gained 0.010-0.018 in three samples (seeds 5, 11,
-    23; a bonus of 6 lost 0.043): ``gift_weight`` 0.25, ``run_bonus`` 2, ``late_bonus`` 1.5.
-    A tower's value counts about 6 units for a turn (62 for a dealt tower that takes about
-    10 turns), so a brick of run at 2 is worth about a third of a turn.
+    (session 2, paired over the same duplicate deals against ``strong-v1``): a gift counted
+    at a quarter of its value instead of a half gained 0.027 +- 0.020 (600 deals, seed 11)
+    and 0.004 +- 0.011 (2,000 deals, seed 1; a whole one lost 0.056), so ``gift_weight``
+    is 0.25. A larger run bonus (2, late 1.5) gained 0.010 in one sample and lost 0.008 in
+    another: not taken. A tower's value counts about 6 units for a turn (62 for a dealt
+    tower that takes about 10 turns).
     """
 
     name = "strong"
@@ -457,12 +457,12 @@ class StrongStackoBot(BaseBot):
     """Pool weight of a brick on the discard pile: it comes back at the next reshuffle."""
     opponent_weight = 0.1
     """Pool weight of a brick seen in the opponent's tower: it may be swapped out."""
-    run_bonus = 2.0
+    run_bonus = 0.5
     gift_weight = 0.25
     play_the_score = True
     """Weigh the run as the scores demand in the last round (``_plan``)."""
     need_bonus = 1.5
-    late_bonus = 1.5
+    late_bonus = 0.5
     behind_block = 1.0
     """Turns of mine a turn saved by the opponent is worth, for the brick a move leaves
     them as the open brick (0: ignore the opponent, as ``strong-v1`` does)."""
@@ -681,6 +681,5 @@ class StrongV1StackoBot(StrongStackoBot):
     the arena's reference, so progress is measured against the same opponent."""
 
     name = "strong-v1"
-    run_bonus = 0.5
     gift_weight = 0.0
     play_the_score = False
