@@ -32,10 +32,15 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -
     raise RuntimeError(f"nothing listens on port {port} after {timeout} s")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_port(avoid: range = range(0)) -> int:
+    """A port free now and outside ``avoid`` (the nodes' ports: the system may hand out a
+    port a caller just probed and released, and Redis would then take a node's port)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in avoid:
+            return port
 
 
 def start_redis(binary: str, port: int, directory: Path) -> subprocess.Popen[bytes]:
@@ -81,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--nodes must be 1..64")
     directory = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="stacko-cluster-"))
     directory.mkdir(parents=True, exist_ok=True)
-    redis_port = args.redis_port or free_port()
+    redis_port = args.redis_port or free_port(avoid=range(args.port, args.port + args.nodes))
     url = f"redis://127.0.0.1:{redis_port}/0"
     procs: list[subprocess.Popen[bytes]] = []
     # From the start, not once the nodes are up: a SIGTERM while they start must stop them too

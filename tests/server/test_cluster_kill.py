@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -126,6 +127,19 @@ async def test_kill_the_non_owner_then_the_owner(redis_server, tmp_path):
             n.stop()
 
 
+def free_pair() -> int:
+    """A port free now whose next port is free too (the launcher's nodes take both)."""
+    while True:
+        port = free_port()
+        if port < 65535:
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+            return port
+
+
 def start_cluster(port: int, directory: Path, binary: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "stacko.server.cluster.local", "--nodes", "2", "--port", str(port),
@@ -138,7 +152,7 @@ def start_cluster(port: int, directory: Path, binary: str) -> subprocess.Popen[b
 async def test_stacko_cluster_starts_redis_and_the_nodes(redis_server, tmp_path):
     """``stacko-cluster --nodes 2``: both nodes answer /healthz with Redis up, and a room
     created on one is joined through the other; SIGTERM stops everything."""
-    port = free_port()
+    port = free_pair()
     proc = start_cluster(port, tmp_path, redis_server.binary)
     clients: list[Client] = []
     try:
