@@ -74,9 +74,15 @@ local function parse(t)
   return {node = node, conn = tonumber(conn), h = h, acct = acct, r = tonumber(r),
           since = tonumber(since)}
 end
+local incs = {}
 local function live(p)
-  local inc = p and redis.call('GET', prefix .. p.node)
-  return inc and p.conn >= tonumber(inc)
+  if not p then return false end
+  local inc = incs[p.node]
+  if inc == nil then
+    inc = tonumber(redis.call('GET', prefix .. p.node)) or false
+    incs[p.node] = inc
+  end
+  return inc and p.conn >= inc
 end
 local function acceptable(a, b)
   if a.h == b.h then return false end
@@ -98,6 +104,7 @@ local function best(t, p)
         local g = 0
         if p.r ~= nil and q.r ~= nil then g = math.abs(p.r - q.r) end
         if gap == nil or g < gap then pick, gap = o, g end
+        if g == 0 then break end
       end
     end
   end

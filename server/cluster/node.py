@@ -851,9 +851,17 @@ class ClusterNode:
         self._pair(peer, session, msg.id, msg.game, found.decode())
 
     def _pair(
-        self, peer: Peer, session: Session, rid: frames.RequestId | None, game: str, other: str
+        self,
+        peer: Peer,
+        session: Session,
+        rid: frames.RequestId | None,
+        game: str,
+        other: str,
+        *,
+        mine_first: bool = False,
     ) -> None:
-        """Seat the local ``session`` and the owner of ticket ``other`` (popped for it)."""
+        """Seat the local ``session`` and the owner of ticket ``other`` (popped for it); the
+        one who waited longer (``other``, unless ``mine_first``) gets seat 0."""
         node, oconn, ohash, _, _, osigned, _, _, oname = self._ticket_fields(other)
         try:
             room = self.hub._new_room(
@@ -886,7 +894,9 @@ class ClusterNode:
                 osession.account = link.remote_account([aid, oname, kind, False] if aid else None)
             self.remote_sessions[opeer] = osession
             self.post_item(node, ["matched", int(oconn), self.node_id])
-        pair = ((opeer, osession, None), (peer, session, rid))
+        first: tuple[Peer, Session, frames.RequestId | None] = (opeer, osession, None)
+        second: tuple[Peer, Session, frames.RequestId | None] = (peer, session, rid)
+        pair = (second, first) if mine_first else (first, second)
         for s, (p, who, _) in enumerate(pair):
             hub._take_seat(p, who, room, s)
         for s, (p, _, rid_) in enumerate(pair):
@@ -931,7 +941,9 @@ class ClusterNode:
         entry.session.queued_for = None
         entry.queued(peer, 1)  # ``queued`` before the match's frames (``Ticket``)
         try:
-            self._pair(peer, entry.session, None, game, other)
+            since = float(self._ticket_fields(text)[7])
+            older = since <= float(self._ticket_fields(other)[7])
+            self._pair(peer, entry.session, None, game, other, mine_first=older)
         except ProtocolError as exc:  # server_busy: ours waits on, in its old place
             log.warning("quick match sweep: %s", exc.message)
             entry.session.queued_for = game
