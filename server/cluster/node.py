@@ -915,6 +915,8 @@ class ClusterNode:
                 await self.sweep()
             except REDIS_ERRORS as exc:
                 self._redis_failed(exc)
+            except Exception:  # one bad pass must not end the sweeps for good
+                log.exception("quick match sweep failed")
 
     async def sweep(self) -> None:
         """Run the matching script over this node's waiting tickets, a game at a time."""
