@@ -35,6 +35,7 @@ from redis.exceptions import RedisError
 from stacko.engine.games import GAMES
 from stacko.protocol import frames, messages
 from stacko.protocol.errors import ErrorCode, ProtocolError
+from stacko.server import matchmaking
 from stacko.server.cluster import keys
 from stacko.server.cluster.link import Link
 from stacko.server.cluster.presence import Presence
@@ -156,6 +157,10 @@ class ClusterNode:
         self.inbox = keys.inbox(node_id)
         self._owner = self.redis.register_script(keys.OWNER)
         self._match = self.redis.register_script(keys.MATCH)
+        self.match_window = (matchmaking.BASE, matchmaking.GROWTH, matchmaking.MAX_WAIT_S)
+        """Quick match's rating window (``server.matchmaking``), sent to the script."""
+        self.match_time: Callable[[], float] = hub.clock.time
+        """The clock of tickets' waits (nodes' clocks agree to well under a second)."""
         # Connection ids never repeat across restarts of this node: an owner may still hold
         # the previous run's RemotePeers, and a new connection must never receive frames
         # meant for an old one. The first id is this run's incarnation, the lease's value:
@@ -210,7 +215,12 @@ class ClusterNode:
         the inbox; raises if Redis cannot be reached at start (a misconfiguration)."""
         await self._assert_lease(fresh=True)
         loop = asyncio.get_running_loop()
-        for coro in (self._read_inbox(), self._flush_loop(), self._lease_loop()):
+        for coro in (
+            self._read_inbox(),
+            self._flush_loop(),
+            self._lease_loop(),
+            self._sweep_loop(),
+        ):
             self._tasks.append(loop.create_task(coro))
 
     async def stop(self) -> None:
@@ -800,6 +810,11 @@ class ClusterNode:
         session.queued_for = msg.game  # held while the script runs
         self._queue_op(peer, msg, lambda: self._match_now(peer, session, msg))
 
+    def _window_args(self) -> list[str | float]:
+        """The script's window arguments: ``server.matchmaking``'s, and the time now."""
+        base, growth, max_wait = self.match_window
+        return [keys.LEASE_PREFIX, base, growth, max_wait, f"{self.match_time():.3f}"]
+
     async def _match_now(self, peer: Peer, session: Session, msg: messages.QuickMatch) -> None:
         conn = self._conn(peer)
         if not self.codes:  # a burst used the codes claimed ahead: claim more first
@@ -807,13 +822,17 @@ class ClusterNode:
         mine = keys.token_hash(session.token)
         acct = session.account
         signed = f"{acct.id}:{acct.kind}" if acct is not None else ""
+        rating = matchmaking.rating_of(session, msg.game)
+        r = "" if rating is None else f"{rating:.3f}"
         ticket = (
-            f"{self.node_id}|{conn}|{mine}|{next(self._ids)}|{msg.game}|{signed}|{session.name}"
+            f"{self.node_id}|{conn}|{mine}|{next(self._ids)}|{msg.game}|{signed}|{r}"
+            f"|{self.match_time():.3f}|{session.name}"
         )
         mine_t = self.tickets[conn] = Ticket(session, ticket, msg.game, msg.id)
         try:
             found = await self._match(
-                keys=[keys.queue(msg.game), keys.TICKETS], args=[ticket, mine, keys.LEASE_PREFIX]
+                keys=[keys.queue(msg.game), keys.TICKETS],
+                args=[*self._window_args(), "new", ticket],
             )
         except BaseException:
             session.queued_for = None
@@ -829,14 +848,27 @@ class ClusterNode:
         if self.tickets.get(conn) is mine_t:
             del self.tickets[conn]
         session.queued_for = None
-        other = found.decode()
-        node, oconn, ohash, _, _, osigned, oname = self._ticket_fields(other)
+        self._pair(peer, session, msg.id, msg.game, found.decode())
+
+    def _pair(
+        self,
+        peer: Peer,
+        session: Session,
+        rid: frames.RequestId | None,
+        game: str,
+        other: str,
+        *,
+        mine_first: bool = False,
+    ) -> None:
+        """Seat the local ``session`` and the owner of ticket ``other`` (popped for it); the
+        one who waited longer (``other``, unless ``mine_first``) gets seat 0."""
+        node, oconn, ohash, _, _, osigned, _, _, oname = self._ticket_fields(other)
         try:
             room = self.hub._new_room(
-                msg.game, {}, False, clock_ms=self.hub.config.quick_match_clock_ms, quick=True
+                game, {}, False, clock_ms=self.hub.config.quick_match_clock_ms, quick=True
             )
         except ProtocolError:
-            self.command("zadd", keys.queue(msg.game), {other: 0})  # first in line again
+            self.command("zadd", keys.queue(game), {other: 0})  # first in line again
             raise
         room.rated = True  # rated when both are accounts, as on one node (server.ratings)
         hub = self.hub
@@ -862,21 +894,68 @@ class ClusterNode:
                 osession.account = link.remote_account([aid, oname, kind, False] if aid else None)
             self.remote_sessions[opeer] = osession
             self.post_item(node, ["matched", int(oconn), self.node_id])
-        pair = ((opeer, osession, None), (peer, session, msg.id))
+        first: tuple[Peer, Session, frames.RequestId | None] = (opeer, osession, None)
+        second: tuple[Peer, Session, frames.RequestId | None] = (peer, session, rid)
+        pair = (second, first) if mine_first else (first, second)
         for s, (p, who, _) in enumerate(pair):
             hub._take_seat(p, who, room, s)
-        for s, (p, _, rid) in enumerate(pair):
-            p.send(room.joined_frame(s, rid, starting=True))
+        for s, (p, _, rid_) in enumerate(pair):
+            p.send(room.joined_frame(s, rid_, starting=True))
         room.start()
+
+    async def _sweep_loop(self) -> None:
+        """Every ``SWEEP_S``: pair this node's waiting tickets whose windows have grown to
+        meet another's (``server.matchmaking``), so everyone waiting is paired in time."""
+        while not self._stopping:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stop_event.wait(), matchmaking.SWEEP_S)
+            if self._stopping or not self.tickets or not self.up:
+                continue
+            try:
+                await self.sweep()
+            except REDIS_ERRORS as exc:
+                self._redis_failed(exc)
+            except Exception:  # one bad pass must not end the sweeps for good
+                log.exception("quick match sweep failed")
+
+    async def sweep(self) -> None:
+        """Run the matching script over this node's waiting tickets, a game at a time."""
+        by_game: dict[str, list[str]] = {}
+        for t in sorted(self.tickets.values(), key=lambda t: t.text.split("|", 8)[7]):
+            by_game.setdefault(t.game, []).append(t.text)
+        for game, mine in by_game.items():
+            if not self.codes:
+                await self._refill_codes()
+            found = await self._match(
+                keys=[keys.queue(game), keys.TICKETS], args=[*self._window_args(), "sweep", *mine]
+            )
+            for i in range(0, len(found), 2):
+                self._swept(game, found[i].decode(), found[i + 1].decode())
+
+    def _swept(self, game: str, text: str, other: str) -> None:
+        """The sweep popped our ``text`` and ``other`` for each other: seat them."""
+        conn = int(self._ticket_fields(text)[1])
+        entry = self.tickets.pop(conn, None)
+        peer = self.local.get(conn)
+        if entry is None or peer is None or entry.text != text:  # it left meanwhile
+            self.command("zadd", keys.queue(game), {other: 0})  # first in line again
+            return
+        entry.session.queued_for = None
+        entry.queued(peer, 1)  # ``queued`` before the match's frames (``Ticket``)
+        try:
+            since = float(self._ticket_fields(text)[7])
+            older = since <= float(self._ticket_fields(other)[7])
+            self._pair(peer, entry.session, None, game, other, mine_first=older)
+        except ProtocolError as exc:  # server_busy: ours waits on, in its old place
+            log.warning("quick match sweep: %s", exc.message)
+            entry.session.queued_for = game
+            self.tickets[conn] = entry
+            self.command("zadd", keys.queue(game), {text: 0})
 
     @staticmethod
     def _ticket_fields(ticket: str) -> list[str]:
-        """``node|conn|hash|nonce|game|account|name`` (``account``: ``id:kind`` or empty);
-        a ticket of a node from before accounts has no ``account``."""
-        fields = ticket.split("|", 6)
-        if len(fields) == 6:
-            fields.insert(5, "")
-        return fields
+        """``node|conn|hash|nonce|game|account|rating|since|name`` (``keys.MATCH``)."""
+        return ticket.split("|", 8)
 
     async def _cancel(self, peer: Peer, session: Session, msg: messages.CancelMatch) -> None:
         conn = self.conn_ids.get(peer)

@@ -9,15 +9,19 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis.asyncio
 from redis.exceptions import RedisError
 from stacko_wire import Client
 from test_accounts import SMALL, http, register
 
+from stacko.server import matchmaking
 from stacko.server.app import Server
+from stacko.server.cluster import keys
 from stacko.server.cluster.local import free_port, wait_port
 from stacko.server.config import ServerConfig
 from stacko.server.store import make_store
@@ -379,6 +383,9 @@ async def test_a_remote_accounts_game_is_rated_from_its_loaded_rating(
     ca = await ns.signed_in(0, ta, "Alice")
     cb = await ns.signed_in(1, tb, "Bobby")
     assert (await ca.call("quick_match", game="stacko"))["type"] == "queued"
+    # 1700 and 1500 are far apart (server.matchmaking): Alice has waited long enough on n1's
+    # clock for Bobby to be acceptable.
+    n1.cluster.match_time = lambda: time.time() + matchmaking.MAX_WAIT_S
     joined = await cb.call("quick_match", game="stacko")
     code = joined["room"]
     assert code in n1.hub.rooms
@@ -394,3 +401,58 @@ async def test_a_remote_accounts_game_is_rated_from_its_loaded_rating(
         "SELECT games, wins FROM ratings WHERE account_id = ? AND game = 'stacko'", (alice_id,)
     )
     assert rows == [(13, 13)]
+
+
+async def rate(store: Any, name: str, mu: float) -> None:
+    (aid,) = (await store.fetch("SELECT id FROM accounts WHERE name = ?", (name,)))[0]
+    await store.execute(
+        [
+            (
+                "INSERT INTO ratings (account_id, game, mu, sigma, games, wins, draws, losses, "
+                "updated_ms) VALUES (?, 'stacko', ?, 100.0, 20, 10, 0, 10, 1)",
+                (aid, mu),
+            )
+        ]
+    )
+
+
+async def test_quick_match_across_nodes_pairs_close_ratings_first(nodes, redis_server, store_spec):
+    """Quick match across nodes follows one node's rule (server.matchmaking): the newcomer
+    takes the closest acceptable rating, not the oldest ticket (it did: first come, first
+    served), and a far pair waits until their windows meet, then a node's sweep pairs them.
+    The nodes' ticket clock is a shared fake one, moved by hand."""
+    ns = nodes()
+    await ns.start(redis_server.url, store_spec, 2)
+    n0 = ns.nodes[0]
+    now = [time.time()]
+    for n in ns.nodes:
+        n.cluster.match_time = lambda: now[0]
+    names = {"Carol": 1620.0, "Alice": 1500.0, "Bobby": 1550.0, "Dave": 1000.0}
+    tokens = dict(zip(names, await accounts(n0.port, *names), strict=True))
+    for name, mu in names.items():
+        await rate(n0.store, name, mu)
+    queue = keys.queue("stacko")
+    r = redis.asyncio.Redis.from_url(redis_server.url)
+    try:
+        carol = await ns.signed_in(0, tokens["Carol"], "Carol")
+        assert (await carol.call("quick_match", game="stacko"))["type"] == "queued"
+        alice = await ns.signed_in(1, tokens["Alice"], "Alice")  # 120 from Carol: > 100
+        assert (await alice.call("quick_match", game="stacko"))["type"] == "queued"
+        # Bobby: 70 from Carol (waiting longest, on his node), 50 from Alice: Alice.
+        bobby = await ns.signed_in(0, tokens["Bobby"], "Bobby")
+        joined = await bobby.call("quick_match", game="stacko")
+        assert joined["type"] == "joined", joined
+        await alice.expect("joined", room=joined["room"])
+        dave = await ns.signed_in(1, tokens["Dave"], "Dave")  # 620 from Carol
+        assert (await dave.call("quick_match", game="stacko"))["type"] == "queued"
+        now[0] += 20  # windows of 500 points: still apart, whichever node sweeps
+        for n in ns.nodes:
+            await n.cluster.sweep()
+        assert await r.zcard(queue) == 2
+        now[0] += matchmaking.MAX_WAIT_S - 20  # unbounded: the next sweep pairs them
+        met = await carol.expect("joined")
+        assert met["seat"] == 0, met  # she waited longer, whichever node swept
+        assert (await dave.expect("joined", room=met["room"]))["seat"] == 1
+        assert await r.zcard(queue) == 0
+    finally:
+        await r.aclose()
