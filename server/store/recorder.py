@@ -186,6 +186,8 @@ class Recorder:
         self.log_rows = 0
         """Rows appended to the log since it was last compacted (or counted at recovery)."""
         self.compactions = 0
+        self.rewritten = 0
+        """Log rows written again by compactions (the games that pinned the mark)."""
         self.generation = 1
         """Bumped by each compaction: a game begun (or written again) in generation ``g``
         has every row of its in the log past ``boundaries[g]``."""
@@ -382,6 +384,7 @@ class Recorder:
                 continue  # ended meanwhile (in ``events`` now), or young: its rows stay
             events = list(rec.events)  # all of them so far, whatever comes meanwhile
             moved.append(rec)
+            self.rewritten += len(events)
             for i in range(0, len(events), COMPACT_CHUNK_ROWS):
                 if rec.owner is not None:  # nodes share the store: only while it is ours
                     ops.append((FENCE, (rec.id, rec.owner, rec.epoch)))
@@ -420,12 +423,16 @@ class Recorder:
         return int(before) - int(after)
 
     async def _compact_logged(self) -> None:
+        start, copied = self.clock.monotonic(), self.rewritten
         try:
             gone = await self.compact()
         except Exception as exc:  # a failed store stops the server anyway
             log.error("the event log's compaction stopped: %s", exc)
         else:
-            log.info("event log compacted: %d rows deleted", gone)
+            log.info(
+                "event log compacted: %d rows deleted, %d written again, in %.2f s",
+                gone, self.rewritten - copied, self.clock.monotonic() - start,
+            )  # fmt: skip
 
     async def close(self) -> None:
         """Stop a compaction under way (what it did is harmless; the next one goes on)."""

@@ -122,10 +122,12 @@ async def test_compaction_copies_only_the_games_that_pin_the_mark(make_harness, 
     before = await log_rows(store)
     young_rows = [r for r in before if r[0] == young.room.game_id]
     assert [r[1] for r in young_rows] == [1, 2]
+    copied = rec.rewritten
     deleted = await rec.compact()
     await store.flush()
     after = await log_rows(store)
     assert deleted > 0
+    assert rec.rewritten - copied == old.room.seq  # the old game only
     # The young game's rows were not copied; the finished game's below the mark (its deal,
     # before the first compaction; the row at the mark stays) are gone, those past it
     # not yet; the old game is whole past the mark.
