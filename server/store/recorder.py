@@ -128,9 +128,6 @@ class GameRecord:
     """The node that serves the game, when nodes share the store; then every change is
     fenced by ``owner`` and ``epoch`` (``server.store.base.FENCE``)."""
     epoch: int = 0
-    since: int = 0
-    """The log's generation (``Recorder.generation``) its rows in the log began in: they
-    all lie past that generation's boundary. 0: anywhere (a game restored or taken over)."""
 
 
 EVENT_SQL = (
@@ -186,13 +183,6 @@ class Recorder:
         self.log_rows = 0
         """Rows appended to the log since it was last compacted (or counted at recovery)."""
         self.compactions = 0
-        self.rewritten = 0
-        """Log rows written again by compactions (the games that pinned the mark)."""
-        self.generation = 1
-        """Bumped by each compaction: a game begun (or written again) in generation ``g``
-        has every row of its in the log past ``boundaries[g]``."""
-        self.boundaries: dict[int, int] = {0: 0, 1: 0}
-        """The log's last id when each generation began (0: nothing known, nothing deleted)."""
         self._compacting: asyncio.Task[None] | None = None
         self.on_finish: Any = None
         """``(room, game_id, outcome, at_ms) -> ops`` written with the result (the new
@@ -216,7 +206,7 @@ class Recorder:
         return session
 
     def begin(self, room: Any, rng: random.Random) -> random.Random:
-        rec = GameRecord(new_game_id(), RecordingRng(rng), owner=self.owner, since=self.generation)
+        rec = GameRecord(new_game_id(), RecordingRng(rng), owner=self.owner)
         players = []
         for seat, p in enumerate(room.players):
             players.append({"seat": seat, "name": p.name, "bot": p.bot_level})
@@ -355,36 +345,26 @@ class Recorder:
             self._compacting = asyncio.get_running_loop().create_task(self._compact_logged())
 
     async def compact(self) -> int:
-        """Shrink the log to about what the games in progress need, at a low-water mark:
-        delete every row below the boundary of the oldest generation a game in progress
-        recorded here still has rows in (finished games are in ``events`` already). Only
-        the games in progress older than the previous compaction are written again (as one
-        run of rows at the log's end) to lift the mark: most games end within a generation
-        and are never copied. Before, every game in progress was, at each compaction: with
-        thousands of them that was tens of thousands of rows rewritten, and a scale run's
-        tail grew to seconds. Rows of games in progress that another server records
-        (PostgreSQL shared by many nodes) or that could not be restored stay. Runs through
-        the writer, in chunks, so that frames never wait long behind it; returns the rows
-        deleted. A crash halfway leaves rows twice, which recovery reads once."""
+        """Shrink the log to about what the games in progress need: write each game in
+        progress recorded here again as one run of rows at the log's end, then delete every
+        row up to where the log ended before (finished games are in ``events`` already).
+        Rows of games in progress that another server records (PostgreSQL shared by many
+        nodes) or that could not be restored stay. Runs through the writer, in chunks, so
+        that frames never wait long behind it; returns the rows deleted. A crash halfway
+        leaves rows twice, which recovery reads once."""
         store = self.store
         ((first, last),) = await store.fetch("SELECT min(id), max(id) FROM event_log")
         if last is None:
             return 0
-        # Every row committed from here on has a larger id than ``last``: the games begun
-        # in the new generation (and those written again) lie wholly past it.
-        old = self.generation
-        new = self.generation = old + 1
-        self.boundaries[new] = int(last)
         self.log_rows = 0
         self.compactions += 1
-        moved: list[GameRecord] = []
+        rewritten: set[str] = set()
         ops: list[Op] = []
         for rec in list(self.live.values()):
-            if self.live.get(rec.id) is not rec or rec.since >= old:
-                continue  # ended meanwhile (in ``events`` now), or young: its rows stay
+            if self.live.get(rec.id) is not rec:  # ended meanwhile: in ``events`` now
+                continue
             events = list(rec.events)  # all of them so far, whatever comes meanwhile
-            moved.append(rec)
-            self.rewritten += len(events)
+            rewritten.add(rec.id)
             for i in range(0, len(events), COMPACT_CHUNK_ROWS):
                 if rec.owner is not None:  # nodes share the store: only while it is ours
                     ops.append((FENCE, (rec.id, rec.owner, rec.epoch)))
@@ -396,43 +376,26 @@ class Recorder:
         if ops:
             store.submit(ops)
             await store.flush()
-        for rec in moved:  # only now: a compaction stopped halfway left them where they were
-            rec.since = new
-        # The row at the mark stays: SQLite gives a new row the largest id + 1, and the
-        # log's ids must only grow (the boundaries rely on it).
-        mark = min((self.boundaries[r.since] for r in self.live.values()), default=int(last))
-        placed = {r.id for r in self.live.values() if r.since}  # their rows are past the mark
-        mark = min(mark, int(last)) - 1
-        oldest = min((r.since for r in self.live.values()), default=new)
-        for g in [g for g in self.boundaries if 0 < g < oldest]:
-            del self.boundaries[g]  # no game of those generations is left
-        if mark < int(first):
-            return 0
         playing = await store.fetch("SELECT id FROM games WHERE status = 'playing'")
-        # Kept: another node's games, those not restored, and any taken over meanwhile.
-        keep = sorted(gid for (gid,) in playing if gid not in placed)
+        keep = sorted(gid for (gid,) in playing if gid not in rewritten)
         counted = "SELECT count(*) FROM event_log WHERE id <= ?"
-        ((before,),) = await store.fetch(counted, (mark,))
+        ((before,),) = await store.fetch(counted, (last,))
         lo = int(first) - 1
-        while lo < mark:
-            hi = min(lo + COMPACT_CHUNK_IDS, mark)
+        while lo < int(last):
+            hi = min(lo + COMPACT_CHUNK_IDS, int(last))
             store.submit([store.drop_log_op(lo, hi, keep)])
             await store.flush()
             lo = hi
-        ((after,),) = await store.fetch(counted, (mark,))
+        ((after,),) = await store.fetch(counted, (last,))
         return int(before) - int(after)
 
     async def _compact_logged(self) -> None:
-        start, copied = self.clock.monotonic(), self.rewritten
         try:
             gone = await self.compact()
         except Exception as exc:  # a failed store stops the server anyway
             log.error("the event log's compaction stopped: %s", exc)
         else:
-            log.info(
-                "event log compacted: %d rows deleted, %d written again, in %.2f s",
-                gone, self.rewritten - copied, self.clock.monotonic() - start,
-            )  # fmt: skip
+            log.info("event log compacted: %d rows deleted", gone)
 
     async def close(self) -> None:
         """Stop a compaction under way (what it did is harmless; the next one goes on)."""
@@ -615,10 +578,8 @@ async def recover(hub: Any, store: Store, recorder: Recorder) -> int:
     claimed = None if recorder.owner is None else await store.claim_own(recorder.owner)
     restored = len(await restore(hub, store, recorder, claimed))
     restored += await _restore_rooms(hub, store, recorder.dormant, recorder.owner)
-    ((rows, last),) = await store.fetch("SELECT count(*), coalesce(max(id), 0) FROM event_log")
+    ((rows,),) = await store.fetch("SELECT count(*) FROM event_log")
     recorder.log_rows = int(rows)  # a log grown long before the restart is compacted soon
-    # The games begun from now on lie past ``last``; those restored, anywhere (``since`` 0).
-    recorder.boundaries[recorder.generation] = int(last)
     return restored
 
 
