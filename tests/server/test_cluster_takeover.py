@@ -176,6 +176,22 @@ async def start_game(owner: Node, other: Node, clients: list[Client]) -> tuple[C
     return alice, bob, code
 
 
+async def start_in_process(
+    servers: list[Server], redis_url: str, dsn: str, leases: tuple[float, ...]
+) -> None:
+    """Nodes ``n0``, ``n1``... in this process on one PostgreSQL, one per lease, each
+    appended to ``servers`` once started (so that the caller's cleanup stops what started)."""
+    for i, lease in enumerate(leases):
+        cfg = ServerConfig(
+            port=0, redis_url=redis_url, node_id=f"n{i}", bot_workers=0,
+            burst=1_000_000, hello_burst_per_ip=1_000_000, max_connections_per_ip=0,
+            lease_s=lease,
+        )  # fmt: skip
+        server = Server(cfg, bots=({}, None), store=make_store(dsn))
+        await server.start()
+        servers.append(server)
+
+
 @pytest.fixture
 def nodes(redis_server, pg_cluster, tmp_path):
     dsn = pg_cluster.fresh_db()
@@ -371,15 +387,7 @@ async def test_two_nodes_racing_claim_each_game_once(redis_server, pg_cluster):
     servers: list[Server] = []
     clients: list[Client] = []
     try:
-        for i in range(3):
-            cfg = ServerConfig(
-                port=0, redis_url=redis_server.url, node_id=f"n{i}", bot_workers=0,
-                burst=1_000_000, hello_burst_per_ip=1_000_000, max_connections_per_ip=0,
-                lease_s=1.5,
-            )  # fmt: skip
-            server = Server(cfg, bots=({}, None), store=make_store(dsn))
-            await server.start()
-            servers.append(server)
+        await start_in_process(servers, redis_server.url, dsn, (1.5, 1.5, 1.5))
         codes = []
         for k in range(6):
             a = await Client.open(servers[0].url, f"a{k}")
@@ -436,15 +444,7 @@ async def test_a_redis_outage_takes_nothing_over(redis_server, pg_cluster, outag
     servers: list[Server] = []
     clients: list[Client] = []
     try:
-        for i in range(2):
-            cfg = ServerConfig(
-                port=0, redis_url=redis_server.url, node_id=f"n{i}", bot_workers=0,
-                burst=1_000_000, hello_burst_per_ip=1_000_000, max_connections_per_ip=0,
-                lease_s=1.5,
-            )  # fmt: skip
-            server = Server(cfg, bots=({}, None), store=make_store(dsn))
-            await server.start()
-            servers.append(server)
+        await start_in_process(servers, redis_server.url, dsn, (1.5, 1.5))
         # the owner is the node started last: the first to tick after Redis comes back
         # finds it without a lease
         alice = await Client.open(servers[1].url, "alice")
@@ -511,15 +511,7 @@ async def test_no_takeover_within_a_lease_of_losing_redis(redis_server, pg_clust
     servers: list[Server] = []
     clients: list[Client] = []
     try:
-        for i in range(2):
-            cfg = ServerConfig(
-                port=0, redis_url=redis_server.url, node_id=f"n{i}", bot_workers=0,
-                burst=1_000_000, hello_burst_per_ip=1_000_000, max_connections_per_ip=0,
-                lease_s=3,
-            )  # fmt: skip
-            server = Server(cfg, bots=({}, None), store=make_store(dsn))
-            await server.start()
-            servers.append(server)
+        await start_in_process(servers, redis_server.url, dsn, (3, 3))
         alice = await Client.open(servers[1].url, "alice")
         bob = await Client.open(servers[1].url, "bob")
         clients += [alice, bob]
@@ -551,15 +543,8 @@ async def test_a_client_on_a_surviving_node_gets_its_seat_back(redis_server, pg_
     servers: list[Server] = []
     clients: list[Client] = []
     try:
-        for i, lease in enumerate((1.5, 6.0, 1.5)):  # n1 takes nothing over for 6 s
-            cfg = ServerConfig(
-                port=0, redis_url=redis_server.url, node_id=f"n{i}", bot_workers=0,
-                burst=1_000_000, hello_burst_per_ip=1_000_000, max_connections_per_ip=0,
-                lease_s=lease,
-            )  # fmt: skip
-            server = Server(cfg, bots=({}, None), store=make_store(dsn))
-            await server.start()
-            servers.append(server)
+        # n1 takes nothing over for 6 s
+        await start_in_process(servers, redis_server.url, dsn, (1.5, 6.0, 1.5))
         alice = await Client.open(servers[0].url, "alice")
         bob = await Client.open(servers[1].url, "bob")
         clients += [alice, bob]
@@ -602,15 +587,7 @@ async def test_a_rated_game_taken_over_stays_rated(redis_server, pg_cluster):
     servers: list[Server] = []
     clients: list[Client] = []
     try:
-        for i in range(2):
-            cfg = ServerConfig(
-                port=0, redis_url=redis_server.url, node_id=f"n{i}", bot_workers=0,
-                burst=1_000_000, hello_burst_per_ip=1_000_000, max_connections_per_ip=0,
-                lease_s=1.5,
-            )  # fmt: skip
-            server = Server(cfg, bots=({}, None), store=make_store(dsn))
-            await server.start()
-            servers.append(server)
+        await start_in_process(servers, redis_server.url, dsn, (1.5, 1.5))
         signed = []
         for name in ("Alice", "Bobby"):
             _, account = await register(servers[0].port, name)
