@@ -92,6 +92,43 @@ async def online_on(node: Server, name: str, want: int) -> None:
     raise AssertionError(f"{name} is not online on {want} other nodes")
 
 
+async def rate(
+    store: Any,
+    name: str,
+    mu: float,
+    sigma: float = 100.0,
+    games: int = 20,
+    wins: int = 10,
+    losses: int = 10,
+) -> Any:
+    """Give account ``name`` a Stacko rating in the store; its id."""
+    (account_id,) = (await store.fetch("SELECT id FROM accounts WHERE name = ?", (name,)))[0]
+    await store.execute(
+        [
+            (
+                "INSERT INTO ratings (account_id, game, mu, sigma, games, wins, draws, losses, "
+                "updated_ms) VALUES (?, 'stacko', ?, ?, ?, ?, 0, ?, 1)",
+                (account_id, mu, sigma, games, wins, losses),
+            )
+        ]
+    )
+    return account_id
+
+
+def hold_loads(ratings: Any, account_id: Any) -> asyncio.Event:
+    """Hold every load of ``account_id``'s ratings on ``ratings`` until the event is set."""
+    real = ratings.load
+    release = asyncio.Event()
+
+    async def held(account: Any) -> None:
+        if account.id == account_id:
+            await release.wait()
+        await real(account)
+
+    ratings.load = held
+    return release
+
+
 async def test_challenges_between_nodes(nodes, redis_server, store_spec):
     ns = nodes()
     await ns.start(redis_server.url, store_spec, 3, challenge_timeout_s=4)
@@ -295,26 +332,8 @@ async def test_a_rated_game_over_before_its_ratings_are_read_is_rated_from_them(
     ta, tb = await accounts(n0.port, "Alice", "Bobby")
     ca = await ns.signed_in(0, ta, "Alice")
     cb = await ns.signed_in(1, tb, "Bobby")
-    (alice_id,) = (await n0.store.fetch("SELECT id FROM accounts WHERE name = 'Alice'"))[0]
-    await n0.store.execute(
-        [
-            (
-                "INSERT INTO ratings (account_id, game, mu, sigma, games, wins, draws, losses, "
-                "updated_ms) VALUES (?, 'stacko', 1342.0, 450.0, 1, 0, 0, 1, 1)",
-                (alice_id,),
-            )
-        ]
-    )
-    ratings = n0.ratings
-    real = ratings.load
-    release = asyncio.Event()
-
-    async def held(account):
-        if account.id == alice_id:
-            await release.wait()
-        await real(account)
-
-    ratings.load = held
+    alice_id = await rate(n0.store, "Alice", 1342.0, 450.0, games=1, wins=0, losses=1)
+    release = hold_loads(n0.ratings, alice_id)
     room = (await ca.call("create_room", options=SMALL, public=False, rated=True))["room"]
     assert (await cb.call("join", room=room))["type"] == "joined"
     await cb.expect("state", room=room)
@@ -360,26 +379,8 @@ async def test_a_remote_accounts_game_is_rated_from_its_loaded_rating(
     await ns.start(redis_server.url, store_spec, 2)
     n0, n1 = ns.nodes
     ta, tb = await accounts(n0.port, "Alice", "Bobby")
-    (alice_id,) = (await n0.store.fetch("SELECT id FROM accounts WHERE name = 'Alice'"))[0]
-    await n0.store.execute(
-        [
-            (
-                "INSERT INTO ratings (account_id, game, mu, sigma, games, wins, draws, losses, "
-                "updated_ms) VALUES (?, 'stacko', 1700.0, 300.0, 12, 12, 0, 0, 1)",
-                (alice_id,),
-            )
-        ]
-    )
-    ratings = n1.ratings
-    real = ratings.load
-    release = asyncio.Event()
-
-    async def held(account):
-        if account.id == alice_id:
-            await release.wait()
-        await real(account)
-
-    ratings.load = held
+    alice_id = await rate(n0.store, "Alice", 1700.0, 300.0, games=12, wins=12, losses=0)
+    release = hold_loads(n1.ratings, alice_id)
     ca = await ns.signed_in(0, ta, "Alice")
     cb = await ns.signed_in(1, tb, "Bobby")
     assert (await ca.call("quick_match", game="stacko"))["type"] == "queued"
@@ -401,19 +402,6 @@ async def test_a_remote_accounts_game_is_rated_from_its_loaded_rating(
         "SELECT games, wins FROM ratings WHERE account_id = ? AND game = 'stacko'", (alice_id,)
     )
     assert rows == [(13, 13)]
-
-
-async def rate(store: Any, name: str, mu: float) -> None:
-    (aid,) = (await store.fetch("SELECT id FROM accounts WHERE name = ?", (name,)))[0]
-    await store.execute(
-        [
-            (
-                "INSERT INTO ratings (account_id, game, mu, sigma, games, wins, draws, losses, "
-                "updated_ms) VALUES (?, 'stacko', ?, 100.0, 20, 10, 0, 10, 1)",
-                (aid, mu),
-            )
-        ]
-    )
 
 
 async def test_quick_match_across_nodes_pairs_close_ratings_first(nodes, redis_server, store_spec):
