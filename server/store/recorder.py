@@ -11,8 +11,9 @@ permutation each ``shuffle`` applied; ``ReplayRng`` applies the recorded ones ag
 only promises that ``random()`` repeats across versions, not ``shuffle``.
 
 Where the events go (schema 3): while a game runs, each is one row appended to
-``event_log``; when it ends, all of them go into ``events`` in the transaction that records
-the result (``record``), and ``compact`` trims the log now and then. Rooms that outlive a
+``event_log``; when it ends, all of them go into ``games.record`` as one packed value
+(schema 6, ``server.store.packed``) by the statement that records the result (``record``),
+and ``compact`` trims the log now and then. Rooms that outlive a
 game (waiting for a player or a rematch) are kept in ``rooms`` (``room``).
 
 A record of a game in progress holds what the live game holds (the server's memory), and
@@ -38,6 +39,7 @@ from stacko.engine.games import GAMES
 from stacko.engine.outcome import Termination
 from stacko.protocol.games import CODECS, GameCodec
 from stacko.protocol.games.common import outcome_to_wire
+from stacko.server.store import packed
 from stacko.server.store.base import FENCE, Op, Store
 
 log = logging.getLogger("stacko.store")
@@ -121,9 +123,12 @@ class GameRecord:
     rng: RecordingRng
     seq: int = 0
     pending: list[Op] = field(default_factory=list)
-    events: list[tuple[Any, ...]] = field(default_factory=list)
-    """Every event so far, as ``EVENT_SQL``'s parameters: written whole into ``events``
-    when the game ends, and into the log again when the log is compacted."""
+    events: bytearray = field(default_factory=bytearray)
+    """Every event so far, packed (``packed.append``): written whole into ``games.record``
+    when the game ends, and into the log again when the log is compacted. Held for every
+    game in progress, hence packed (a tuple of SQL parameters per event took 3 x more)."""
+    held: int = 0
+    """The events in ``events``."""
     owner: str | None = None
     """The node that serves the game, when nodes share the store; then every change is
     fenced by ``owner`` and ``epoch`` (``server.store.base.FENCE``)."""
@@ -134,7 +139,15 @@ EVENT_SQL = (
     "INSERT INTO events (game_id, seq, kind, seat, ply, payload, at_ms) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
-"""A finished game's events, all in the transaction that ends it (schema 3)."""
+"""A finished game's events as rows of ``events``, written in the transaction that ended it
+from schema 3 to 5 (schema 6 writes ``games.record`` instead): what files from before
+hold, and what the tests write to build one."""
+
+FINISH_SQL = (
+    "UPDATE games SET status = 'finished', result = ?, winner = ?, termination = ?, "
+    "ended_ms = ?, plies = ?, last_seq = ?, record = ? WHERE id = ?"
+)
+"""A game's end: its result and its whole record (``packed.pack``), in one statement."""
 
 LOG_SQL = (
     "INSERT INTO event_log (game_id, seq, kind, seat, ply, payload, at_ms) "
@@ -296,8 +309,9 @@ class Recorder:
             payload["deadline_ms"] = at + clock_ms
         seq = rec.seq = rec.seq + 1
         ply = game.ply
-        params = (rec.id, seq, kind, seat, ply, orjson.dumps(payload).decode(), at)
-        rec.events.append(params)
+        payload_text = orjson.dumps(payload).decode()
+        packed.append(rec.events, seq, kind, seat, ply, payload_text, at)
+        rec.held += 1
         ops = rec.pending
         if ops:  # the game's row is in this change: nothing to fence yet
             rec.pending = []
@@ -306,19 +320,17 @@ class Recorder:
         else:
             ops = []
         if outcome is None:  # into the log; the last one goes with the whole record below
-            ops.append((LOG_SQL, params))
+            ops.append((LOG_SQL, (rec.id, seq, kind, seat, ply, payload_text, at)))
             self.log_rows += 1
             self.live_events += 1
             if self.log_rows > COMPACT_MIN_ROWS and self.log_rows > 2 * self.live_events:
                 self._compact_soon()
         else:
-            ops += [(EVENT_SQL, e) for e in rec.events]
-            self.live_events -= len(rec.events) - 1
+            self.live_events -= rec.held - 1
             self.live.pop(rec.id, None)
             ops.append(
                 (
-                    "UPDATE games SET status = 'finished', result = ?, winner = ?, "
-                    "termination = ?, ended_ms = ?, plies = ?, last_seq = ? WHERE id = ?",
+                    FINISH_SQL,
                     (
                         _dumps(outcome_to_wire(outcome)),
                         outcome.winner,
@@ -326,6 +338,7 @@ class Recorder:
                         at,
                         ply,
                         seq,
+                        packed.pack(rec.events),
                         rec.id,
                     ),
                 )
@@ -363,7 +376,8 @@ class Recorder:
         for rec in list(self.live.values()):
             if self.live.get(rec.id) is not rec:  # ended meanwhile: in ``events`` now
                 continue
-            events = list(rec.events)  # all of them so far, whatever comes meanwhile
+            # all of them so far, whatever comes meanwhile
+            events = [(rec.id, *row) for row in packed.rows(rec.events)]
             rewritten.add(rec.id)
             for i in range(0, len(events), COMPACT_CHUNK_ROWS):
                 if rec.owner is not None:  # nodes share the store: only while it is ours
@@ -419,10 +433,13 @@ class Event:
 
 
 def events_from_rows(rows: Sequence[tuple[Any, ...]]) -> list[Event]:
-    return [
-        Event(int(q), kind, None if s is None else int(s), int(ply), orjson.loads(p), int(at))
-        for q, kind, s, ply, p, at in rows
-    ]
+    """``(seq, kind, seat, ply, payload, at_ms)`` rows (``payload`` JSON text, or a dict
+    from a packed record) as events."""
+    out = []
+    for q, kind, s, ply, p, at in rows:
+        payload = p if isinstance(p, dict) else orjson.loads(p)
+        out.append(Event(int(q), kind, None if s is None else int(s), int(ply), payload, int(at)))
+    return out
 
 
 def options_of(codec: GameCodec, stored: str | dict[str, Any]) -> tuple[Any, int | None]:
@@ -654,9 +671,11 @@ async def restore(
             continue
         room.players = seats
         rec = GameRecord(game_id, RecordingRng(hub._hooks.rng_factory()), seq=events[-1].seq)
-        rec.events = [(game_id, *r) for r in by_game[game_id]]
+        for seq, kind, seat, ply, payload, at_ms in by_game[game_id]:
+            packed.append(rec.events, int(seq), kind, seat, int(ply), payload, int(at_ms))
+        rec.held = len(by_game[game_id])
         recorder.live[game_id] = rec
-        recorder.live_events += len(rec.events)
+        recorder.live_events += rec.held
         if claimed is not None:
             rec.owner, rec.epoch = recorder.owner, claimed[game_id]
         game = r.game

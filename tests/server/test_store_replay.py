@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 
-import orjson
 import pytest
 
 from bench.replay_equality import check, record_one
@@ -35,7 +34,7 @@ def test_the_deal_comes_from_the_record_alone():
 
 def test_stakko_records_hold_no_chance():
     live, options, rows = record_one("stakko", 4)
-    assert all("perms" not in orjson.loads(r[4]) for r in rows)
+    assert all("perms" not in r[4] for r in rows)
     assert replay("stakko", options, events_from_rows(rows)).game.key() == live.key()
 
 
