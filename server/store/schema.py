@@ -226,9 +226,9 @@ RECORD_VERSION = 6
 """The version that adds ``_RECORD``."""
 
 RECORD_FORMAT = "zlib(JSON)"
-"""``games.record``: zlib's compression of a JSON array with one array per event,
-``[seq, kind, seat, ply, payload, at_ms]`` (``payload`` an object; ``seat`` may be null),
-in order (``server.store.record``)."""
+"""``games.record``: zlib's compression of a JSON array with one array per event, in order:
+``[seq, kind, seat, ply, at_ms, payload]`` (``payload`` an object; ``seat`` may be null)
+(``server.store.packed``)."""
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: _V1,

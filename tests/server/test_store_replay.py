@@ -116,3 +116,26 @@ def test_a_game_in_progress_holds_its_events_packed():
     room.resign(0, None)
     (end,) = [p for sql, p in store.ops if sql == FINISH_SQL]
     assert [r[0] for r in packed.unpack(end[6])] == list(range(1, rec.held + 1))
+
+
+def test_a_stored_record_that_is_not_one_is_refused():
+    import zlib
+
+    from stacko.server.store import packed
+
+    buf = bytearray()
+    packed.append(buf, 1, "deal", None, 0, '{"perms":[[1,0],[0,1]]}', 5)
+    packed.append(buf, 2, "move", 0, 1, '{"move":{"action":"take","slot":0}}', 6)
+    assert packed.unpack(packed.pack(buf)) == [
+        (1, "deal", None, 0, {"perms": [[1, 0], [0, 1]]}, 5),
+        (2, "move", 0, 1, {"move": {"action": "take", "slot": 0}}, 6),
+    ]
+    for bad in (
+        b"not zlib",
+        packed.pack(buf)[:-3],  # cut short
+        zlib.compress(b'{"a": 1}'),  # not a list
+        zlib.compress(b"[[1, 2]]"),  # not an event
+        zlib.compress(b" " * (packed.MAX_UNPACKED + 1)),  # unpacks to too much
+    ):
+        with pytest.raises(ValueError):
+            packed.unpack(bad)
