@@ -136,9 +136,11 @@ async def light(runs: int, duration: float) -> dict[str, Any]:
 # -- what the store keeps ---------------------------------------------------------------------
 
 
-def _room(hooks: RoomHooks, rng: random.Random, code: str) -> Room:
+def _room(
+    hooks: RoomHooks, rng: random.Random, code: str, wire: dict[str, Any] | None = None
+) -> Room:
     codec = CODECS["stacko"]
-    options, clock = codec.options_from_wire({})
+    options, clock = codec.options_from_wire(wire or {})
     room = Room(code, GAMES["stacko"], codec, options, clock, False, hooks)
     for name in ("ann", "bo"):
         session = Session(f"token-{rng.getrandbits(64)}", name)
@@ -280,11 +282,15 @@ async def writes(games: int, batch: int, commits: int, rounds: int) -> dict[str,
     return res
 
 
-async def path(games: int, batch: int, moves: int, rounds: int) -> dict[str, Any]:
+async def path(
+    games: int, batch: int, moves: int, rounds: int, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The store's CPU per move in process, without sockets (a shared machine's network
     noise out of the way): ``games`` rooms, ``batch`` moves of as many of them per loop
     turn (the loop writer commits each turn's changes at its end), recorded into a SQLite
-    file or not recorded at all, alternating; CPU time of the moves and their commits."""
+    file or not recorded at all, alternating; CPU time of the moves and their commits (and
+    of the next game's start where one ended: ``options`` of short games, as the scale
+    run's, make game ends and starts a large part of it)."""
     out: dict[str, list[float]] = {"on": [], "off": []}
     rng = random.Random(5)
     for r in range(rounds):
@@ -298,7 +304,7 @@ async def path(games: int, batch: int, moves: int, rounds: int) -> dict[str, Any
                                   rng_factory=lambda: random.Random(rng.getrandbits(64)),
                                   on_empty=lambda r: None,
                                   recorder=Recorder(store, clock) if store else None)  # fmt: skip
-                rooms = [_room(hooks, rng, f"P{i:05d}") for i in range(games)]
+                rooms = [_room(hooks, rng, f"P{i:05d}", options) for i in range(games)]
                 for room in rooms:
                     room.start()
                 done = 0
@@ -421,6 +427,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     if "path" in only:
         progress("== the store's CPU per move in process (no sockets), on vs off")
         res["path"] = await path(50, 20, 4000 if args.quick else 20_000, 3 if args.quick else 6)
+    if "path_short" in only:
+        progress(f"== the same with short games ({SHORT}), as in the scale run")
+        n = 4000 if args.quick else 20_000
+        res["path_short"] = await path(50, 20, n, 3 if args.quick else 6, SHORT)
     if "listing" in only:
         n = 50_000 if args.quick else 500_000
         progress(f"== GET /api/games's query per filter, {n:,} finished games")
@@ -428,7 +438,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     return res
 
 
-ALL = ("saturation", "light", "disk", "recovery", "writes", "path", "listing")
+ALL = ("saturation", "light", "disk", "recovery", "writes", "path", "path_short", "listing")
+SHORT = {"turn_cap": 10, "rounds": 1}
+"""``bench/run_all.py``'s scale run plays these (``SHORT_GAMES``): about 13 events a game."""
 
 
 def main() -> None:
