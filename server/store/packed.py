@@ -28,19 +28,13 @@ MAX_UNPACKED = 64 << 20
 """Bytes a stored record may unpack to at most (a corrupt or hostile value stops there)."""
 
 
-def append(buf: bytearray, seq: int, kind: str, seat: int | None, ply: int, payload: str,
+def append(buf: bytearray, seq: int, kind: str, seat: int | None, ply: int, payload: bytes,
            at_ms: int) -> None:  # fmt: skip
-    """One event at the end of ``buf`` (``payload``: the event's JSON object, as text;
-    ``kind`` a word)."""
+    """One event at the end of ``buf`` (``payload``: the event's JSON object; ``kind`` a
+    word). Per move, on the loop: 0.3-0.4 us here."""
     seat_text = b"null" if seat is None else b"%d" % seat
-    buf += b'[%d,"%s",%s,%d,%d,%s]\n' % (
-        seq,
-        kind.encode(),
-        seat_text,
-        ply,
-        at_ms,
-        payload.encode(),
-    )
+    line = (seq, kind.encode(), seat_text, ply, at_ms, payload)
+    buf += b'[%d,"%b",%b,%d,%d,%b]\n' % line
 
 
 def rows(buf: bytes | bytearray) -> list[tuple[Any, ...]]:

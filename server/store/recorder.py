@@ -309,8 +309,9 @@ class Recorder:
             payload["deadline_ms"] = at + clock_ms
         seq = rec.seq = rec.seq + 1
         ply = game.ply
-        payload_text = orjson.dumps(payload).decode()
-        packed.append(rec.events, seq, kind, seat, ply, payload_text, at)
+        payload_json = orjson.dumps(payload)
+        payload_text = payload_json.decode()
+        packed.append(rec.events, seq, kind, seat, ply, payload_json, at)
         rec.held += 1
         ops = rec.pending
         if ops:  # the game's row is in this change: nothing to fence yet
@@ -672,7 +673,7 @@ async def restore(
         room.players = seats
         rec = GameRecord(game_id, RecordingRng(hub._hooks.rng_factory()), seq=events[-1].seq)
         for seq, kind, seat, ply, payload, at_ms in by_game[game_id]:
-            packed.append(rec.events, int(seq), kind, seat, int(ply), payload, int(at_ms))
+            packed.append(rec.events, int(seq), kind, seat, int(ply), payload.encode(), int(at_ms))
         rec.held = len(by_game[game_id])
         recorder.live[game_id] = rec
         recorder.live_events += rec.held

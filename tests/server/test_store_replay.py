@@ -124,8 +124,8 @@ def test_a_stored_record_that_is_not_one_is_refused():
     from stacko.server.store import packed
 
     buf = bytearray()
-    packed.append(buf, 1, "deal", None, 0, '{"perms":[[1,0],[0,1]]}', 5)
-    packed.append(buf, 2, "move", 0, 1, '{"move":{"action":"take","slot":0}}', 6)
+    packed.append(buf, 1, "deal", None, 0, b'{"perms":[[1,0],[0,1]]}', 5)
+    packed.append(buf, 2, "move", 0, 1, b'{"move":{"action":"take","slot":0}}', 6)
     assert packed.unpack(packed.pack(buf)) == [
         (1, "deal", None, 0, {"perms": [[1, 0], [0, 1]]}, 5),
         (2, "move", 0, 1, {"move": {"action": "take", "slot": 0}}, 6),
