@@ -18,8 +18,9 @@
 5. writes: the commit's cost and WAL pages per change, 20 changes of 50 games per commit,
    into the event log (schema 3) and keyed per game in ``events`` (schema 2), alternating;
 6. path: the store's CPU per move in process (rooms, recorder, commits; no sockets), on
-   against off, alternating;
-7. listing: ``GET /api/games``'s query for each kind of filter over 500,000 finished games.
+   against off, alternating; path_short: the same with the scale run's short games;
+7. held: memory per game in progress (tracemalloc), store on against off, alternating;
+8. listing: ``GET /api/games``'s query for each kind of filter over 500,000 finished games.
 """
 
 from __future__ import annotations
@@ -195,6 +196,51 @@ async def disk(games: int) -> dict[str, Any]:
         "bytes_per_game": round(used / games), "bytes_per_ply": round(used / plies, 1),
         "file_bytes_per_game": round(size / games),
     }  # fmt: skip
+
+
+async def held(games: int, moves: int, rounds: int) -> dict[str, Any]:
+    """Memory per game in progress (tracemalloc, Python's allocations only): ``games`` rooms
+    of the scale run's short games, each ``moves`` moves in, with the store on (a SQLite
+    file, committed) and off, alternating; the rooms' players have sessions, no sockets.
+    What the store adds per game: its ``GameRecord``, the game's events held packed, the
+    ``RecordingRng``. The server's production RNG factory (one shared source)."""
+    import gc
+    import tracemalloc
+
+    from stacko.server.rng import system_shuffle
+
+    out: dict[str, list[float]] = {"on": [], "off": []}
+    for r in range(rounds):
+        for mode in ("on", "off") if r % 2 == 0 else ("off", "on"):
+            rng = random.Random(7)
+            with tempfile.TemporaryDirectory() as d:
+                store = SQLiteStore(d, writer="loop") if mode == "on" else None
+                clock = FakeClock()
+                if store is not None:
+                    await store.open()
+                hooks = RoomHooks(clock=clock, schedule_soon=lambda cb: None,
+                                  rng_factory=system_shuffle, on_empty=lambda r: None,
+                                  recorder=Recorder(store, clock) if store else None)  # fmt: skip
+                gc.collect()
+                tracemalloc.start()
+                before = tracemalloc.get_traced_memory()[0]
+                rooms = [_room(hooks, rng, f"H{i:05d}", SHORT) for i in range(games)]
+                for room in rooms:
+                    room.start()
+                    _play(room, rng, moves)
+                if store is not None:
+                    await store.flush()
+                gc.collect()
+                after = tracemalloc.get_traced_memory()[0]
+                tracemalloc.stop()
+                out[mode].append(round((after - before) / games))
+                del rooms
+                if store is not None:
+                    await store.close()
+    on, off = statistics.median(out["on"]), statistics.median(out["off"])
+    return {"games": games, "moves": moves, "runs_bytes_per_game": out,
+            "on_bytes_per_game": on, "off_bytes_per_game": off,
+            "store_bytes_per_game": on - off}  # fmt: skip
 
 
 async def recovery(games: int, moves: int) -> dict[str, Any]:
@@ -427,6 +473,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     if "path" in only:
         progress("== the store's CPU per move in process (no sockets), on vs off")
         res["path"] = await path(50, 20, 4000 if args.quick else 20_000, 3 if args.quick else 6)
+    if "held" in only:
+        progress("== memory per game in progress (short games, 6 moves in), store on vs off")
+        res["held"] = await held(500 if args.quick else 2000, 6, 2 if args.quick else 4)
     if "path_short" in only:
         progress(f"== the same with short games ({SHORT}), as in the scale run")
         n = 4000 if args.quick else 20_000
@@ -438,7 +487,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     return res
 
 
-ALL = ("saturation", "light", "disk", "recovery", "writes", "path", "path_short", "listing")
+ALL = (
+    "saturation", "light", "disk", "recovery", "writes", "path", "path_short", "held", "listing",
+)  # fmt: skip
 SHORT = {"turn_cap": 10, "rounds": 1}
 """``bench/run_all.py``'s scale run plays these (``SHORT_GAMES``): about 13 events a game."""
 
