@@ -1,5 +1,5 @@
 """A game's events as one value: how a game in progress holds them, and how a finished
-game's record is stored (``games.record``, schema 6; ``schema.RECORD_FORMAT``).
+game's record is stored (``games.record``, schema 6; ``server.store.schema``).
 
 While a game runs, the recorder keeps its events as JSON arrays
 ``[seq,kind,seat,ply,at_ms,payload]``, one a line, in one ``bytearray`` (``append``): the

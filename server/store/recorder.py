@@ -361,7 +361,7 @@ class Recorder:
     async def compact(self) -> int:
         """Shrink the log to about what the games in progress need: write each game in
         progress recorded here again as one run of rows at the log's end, then delete every
-        row up to where the log ended before (finished games are in ``events`` already).
+        row up to where the log ended before (finished games have their record already).
         Rows of games in progress that another server records (PostgreSQL shared by many
         nodes) or that could not be restored stay. Runs through the writer, in chunks, so
         that frames never wait long behind it; returns the rows deleted. A crash halfway
@@ -375,7 +375,7 @@ class Recorder:
         rewritten: set[str] = set()
         ops: list[Op] = []
         for rec in list(self.live.values()):
-            if self.live.get(rec.id) is not rec:  # ended meanwhile: in ``events`` now
+            if self.live.get(rec.id) is not rec:  # ended meanwhile: in its record now
                 continue
             # all of them so far, whatever comes meanwhile
             events = [(rec.id, *row) for row in packed.rows(rec.events)]

@@ -7,7 +7,9 @@ databases, exact to compare, and what the wire already uses (``deadline_ms``).
 ``games``     one row per game: who, what options, and (once over) the result.
 ``games.record`` (schema 6) every change of a finished game, in order: the deal (its
               permutations), moves, clock expiries, resignations and other endings, as
-              ONE value (``RECORD_FORMAT``) written by the statement that ends the game.
+              ONE value written by the statement that ends the game: zlib's compression
+              of a JSON array with one array per event, ``[seq, kind, seat, ply, at_ms,
+              payload]`` (``payload`` an object, ``seat`` null or 0/1; ``server.store.packed``).
 ``events``    the same, one row per change (``PRIMARY KEY (game_id, seq)``), of the games
               that ended before schema 6 (read when ``games.record`` is NULL; nothing new
               is written there): from schema 3 written whole in the transaction that ended
@@ -215,20 +217,16 @@ OWNERSHIP_VERSION = 5
 """The version that adds ``_OWNERSHIP`` (renumber here alone if another migration lands first)."""
 
 _RECORD = (
-    # A finished game's events as one value, written by the UPDATE that ends it: 436 rows
-    # into ``events`` per game ended cost the commit that carried them (and the frames
-    # waiting behind it) and 50,918 bytes on disk a game. The rows already in ``events``
-    # stay there and are read as before (``base.Store.events``).
+    # A finished game's events as one value, written by the UPDATE that ends it: a row per
+    # event into ``events`` (436 for a default game) weighed on the commit that carried them
+    # (and the frames waiting behind it), and took 50,524 bytes on disk a game against
+    # 5,110 (bench/README.md). The rows already in ``events`` stay there and are read as
+    # before (``base.Store.events``).
     f"ALTER TABLE games ADD COLUMN {RECORD_COLUMN}",
 )
 
 RECORD_VERSION = 6
 """The version that adds ``_RECORD``."""
-
-RECORD_FORMAT = "zlib(JSON)"
-"""``games.record``: zlib's compression of a JSON array with one array per event, in order:
-``[seq, kind, seat, ply, at_ms, payload]`` (``payload`` an object; ``seat`` may be null)
-(``server.store.packed``)."""
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: _V1,
