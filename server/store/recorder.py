@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from stacko.engine.game import GameSpec, GameState
+from stacko.engine.game import GameSpec, GameState, Shuffler
 from stacko.engine.games import GAMES
 from stacko.engine.outcome import Termination
 from stacko.protocol.games import CODECS, GameCodec
@@ -72,11 +72,16 @@ def is_game_id(text: str) -> bool:
     return len(text) == 16 and all(c in "0123456789abcdef" for c in text)
 
 
-class RecordingRng(random.Random):
-    """``inner``'s shuffles, each noted as the permutation it applied (``perms``)."""
+class RecordingRng:
+    """``inner``'s shuffles, each noted as the permutation it applied (``perms``): the game's
+    only source of chance (``engine.game.Shuffler``), which draws nothing else (no
+    ``random()``, no ``choice``: chance that is not a shuffle could not be recorded). Not a
+    ``random.Random``: one is held per game in progress, and each ``random.Random`` carries
+    2.5 KB of Mersenne Twister state (2.9 KB in all, against 0.1 KB for this)."""
 
-    def __init__(self, inner: random.Random) -> None:
-        super().__init__()
+    __slots__ = ("inner", "perms")
+
+    def __init__(self, inner: Shuffler) -> None:
         self.inner = inner
         self.perms: list[list[int]] = []
 
@@ -86,9 +91,6 @@ class RecordingRng(random.Random):
         old = list(x)
         x[:] = [old[i] for i in perm]
         self.perms.append(perm)
-
-    def random(self) -> float:
-        raise RuntimeError("the engines draw chance only through shuffle (not recordable)")
 
     def take(self) -> list[list[int]]:
         perms, self.perms = self.perms, []
@@ -218,7 +220,7 @@ class Recorder:
         self.hub_sessions[token] = session
         return session
 
-    def begin(self, room: Any, rng: random.Random) -> random.Random:
+    def begin(self, room: Any, rng: Shuffler) -> RecordingRng:
         rec = GameRecord(new_game_id(), RecordingRng(rng), owner=self.owner)
         players = []
         for seat, p in enumerate(room.players):

@@ -57,6 +57,14 @@ def test_recorded_permutations_replay_the_same_shuffles():
         ReplayRng([[0, 1]]).shuffle([1, 2, 3])  # a permutation of another size
 
 
+def test_the_recording_source_is_small_and_draws_only_shuffles():
+    """One per game in progress: no ``random.Random`` (2.9 KB each, its Mersenne Twister's
+    state); and nothing but ``shuffle``, the one draw a record can hold."""
+    rec = RecordingRng(random.Random(5))
+    assert sys.getsizeof(rec) < 100
+    assert not hasattr(rec, "random") and not hasattr(rec, "choice")
+
+
 def deep_size(obj: object) -> int:
     """Bytes ``obj`` and everything it refers to take (each object once)."""
     seen: set[int] = set()
