@@ -82,7 +82,7 @@ def deep_size(obj: object) -> int:
 
 def test_a_game_in_progress_holds_its_events_packed():
     """The recorder holds every event of every game in progress (for the record written at
-    the end, and the log's compaction): packed, about 80 bytes an event (a tuple of SQL
+    the end, and the log's compaction): packed, about its JSON's bytes an event (a tuple of SQL
     parameters per event took 3 x more). And what it holds is what the log and the record get."""
     from bench.replay_equality import CaptureStore
     from stacko.engine.games import GAMES
