@@ -29,8 +29,15 @@ from stacko.engine.stakko import VARIANTS
 from stacko.protocol.games import CODECS
 from stacko.server.clock import FakeClock
 from stacko.server.room import Player, Room, RoomHooks
+from stacko.server.store import packed
 from stacko.server.store.base import Op, Store
-from stacko.server.store.recorder import Recorder, events_from_rows, options_of, replay
+from stacko.server.store.recorder import (
+    FINISH_SQL,
+    Recorder,
+    events_from_rows,
+    options_of,
+    replay,
+)
 
 
 class CaptureStore(Store):
@@ -88,10 +95,10 @@ def record_one(game: str, seed: int) -> tuple[Any, Any, list[tuple[Any, ...]]]:
             move = rng.choice(list(live.legal_moves()))
             wire = codec.move_model.model_validate(codec.move_to_wire(move))
             room.move(seat, live.ply, wire, None)
-    rows = [p[1:] for sql, p in store.ops if sql.startswith("INSERT INTO events")]
     (stored_options,) = [p[4] for sql, p in store.ops if sql.startswith("INSERT INTO games")]
-    finished = [p for sql, p in store.ops if sql.startswith("UPDATE games SET status")]
+    finished = [p for sql, p in store.ops if sql == FINISH_SQL]
     assert len(finished) == 1, "the record does not say the game ended exactly once"
+    rows = packed.unpack(finished[0][6])  # the record, as stored (``games.record``)
     return live, options_of(codec, stored_options)[0], rows
 
 

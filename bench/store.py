@@ -18,8 +18,9 @@
 5. writes: the commit's cost and WAL pages per change, 20 changes of 50 games per commit,
    into the event log (schema 3) and keyed per game in ``events`` (schema 2), alternating;
 6. path: the store's CPU per move in process (rooms, recorder, commits; no sockets), on
-   against off, alternating;
-7. listing: ``GET /api/games``'s query for each kind of filter over 500,000 finished games.
+   against off, alternating; path_short: the same with the scale run's short games;
+7. held: memory per game in progress (tracemalloc), store on against off, alternating;
+8. listing: ``GET /api/games``'s query for each kind of filter over 500,000 finished games.
 """
 
 from __future__ import annotations
@@ -136,9 +137,11 @@ async def light(runs: int, duration: float) -> dict[str, Any]:
 # -- what the store keeps ---------------------------------------------------------------------
 
 
-def _room(hooks: RoomHooks, rng: random.Random, code: str) -> Room:
+def _room(
+    hooks: RoomHooks, rng: random.Random, code: str, wire: dict[str, Any] | None = None
+) -> Room:
     codec = CODECS["stacko"]
-    options, clock = codec.options_from_wire({})
+    options, clock = codec.options_from_wire(wire or {})
     room = Room(code, GAMES["stacko"], codec, options, clock, False, hooks)
     for name in ("ann", "bo"):
         session = Session(f"token-{rng.getrandbits(64)}", name)
@@ -193,6 +196,51 @@ async def disk(games: int) -> dict[str, Any]:
         "bytes_per_game": round(used / games), "bytes_per_ply": round(used / plies, 1),
         "file_bytes_per_game": round(size / games),
     }  # fmt: skip
+
+
+async def held(games: int, moves: int, rounds: int) -> dict[str, Any]:
+    """Memory per game in progress (tracemalloc, Python's allocations only): ``games`` rooms
+    of the scale run's short games, each ``moves`` moves in, with the store on (a SQLite
+    file, committed) and off, alternating; the rooms' players have sessions, no sockets.
+    What the store adds per game: its ``GameRecord``, the game's events held packed, the
+    ``RecordingRng``. The server's production RNG factory (one shared source)."""
+    import gc
+    import tracemalloc
+
+    from stacko.server.rng import system_shuffle
+
+    out: dict[str, list[float]] = {"on": [], "off": []}
+    for r in range(rounds):
+        for mode in ("on", "off") if r % 2 == 0 else ("off", "on"):
+            rng = random.Random(7)
+            with tempfile.TemporaryDirectory() as d:
+                store = SQLiteStore(d, writer="loop") if mode == "on" else None
+                clock = FakeClock()
+                if store is not None:
+                    await store.open()
+                hooks = RoomHooks(clock=clock, schedule_soon=lambda cb: None,
+                                  rng_factory=system_shuffle, on_empty=lambda r: None,
+                                  recorder=Recorder(store, clock) if store else None)  # fmt: skip
+                gc.collect()
+                tracemalloc.start()
+                before = tracemalloc.get_traced_memory()[0]
+                rooms = [_room(hooks, rng, f"H{i:05d}", SHORT) for i in range(games)]
+                for room in rooms:
+                    room.start()
+                    _play(room, rng, moves)
+                if store is not None:
+                    await store.flush()
+                gc.collect()
+                after = tracemalloc.get_traced_memory()[0]
+                tracemalloc.stop()
+                out[mode].append(round((after - before) / games))
+                del rooms
+                if store is not None:
+                    await store.close()
+    on, off = statistics.median(out["on"]), statistics.median(out["off"])
+    return {"games": games, "moves": moves, "runs_bytes_per_game": out,
+            "on_bytes_per_game": on, "off_bytes_per_game": off,
+            "store_bytes_per_game": on - off}  # fmt: skip
 
 
 async def recovery(games: int, moves: int) -> dict[str, Any]:
@@ -280,11 +328,15 @@ async def writes(games: int, batch: int, commits: int, rounds: int) -> dict[str,
     return res
 
 
-async def path(games: int, batch: int, moves: int, rounds: int) -> dict[str, Any]:
+async def path(
+    games: int, batch: int, moves: int, rounds: int, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The store's CPU per move in process, without sockets (a shared machine's network
     noise out of the way): ``games`` rooms, ``batch`` moves of as many of them per loop
     turn (the loop writer commits each turn's changes at its end), recorded into a SQLite
-    file or not recorded at all, alternating; CPU time of the moves and their commits."""
+    file or not recorded at all, alternating; CPU time of the moves and their commits (and
+    of the next game's start where one ended: ``options`` of short games, as the scale
+    run's, make game ends and starts a large part of it)."""
     out: dict[str, list[float]] = {"on": [], "off": []}
     rng = random.Random(5)
     for r in range(rounds):
@@ -298,7 +350,7 @@ async def path(games: int, batch: int, moves: int, rounds: int) -> dict[str, Any
                                   rng_factory=lambda: random.Random(rng.getrandbits(64)),
                                   on_empty=lambda r: None,
                                   recorder=Recorder(store, clock) if store else None)  # fmt: skip
-                rooms = [_room(hooks, rng, f"P{i:05d}") for i in range(games)]
+                rooms = [_room(hooks, rng, f"P{i:05d}", options) for i in range(games)]
                 for room in rooms:
                     room.start()
                 done = 0
@@ -421,6 +473,13 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     if "path" in only:
         progress("== the store's CPU per move in process (no sockets), on vs off")
         res["path"] = await path(50, 20, 4000 if args.quick else 20_000, 3 if args.quick else 6)
+    if "held" in only:
+        progress("== memory per game in progress (short games, 6 moves in), store on vs off")
+        res["held"] = await held(500 if args.quick else 2000, 6, 2 if args.quick else 4)
+    if "path_short" in only:
+        progress(f"== the same with short games ({SHORT}), as in the scale run")
+        n = 4000 if args.quick else 20_000
+        res["path_short"] = await path(50, 20, n, 3 if args.quick else 6, SHORT)
     if "listing" in only:
         n = 50_000 if args.quick else 500_000
         progress(f"== GET /api/games's query per filter, {n:,} finished games")
@@ -428,7 +487,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     return res
 
 
-ALL = ("saturation", "light", "disk", "recovery", "writes", "path", "listing")
+ALL = (
+    "saturation", "light", "disk", "recovery", "writes", "path", "path_short", "held", "listing",
+)  # fmt: skip
+SHORT = {"turn_cap": 10, "rounds": 1}
+"""``bench/run_all.py``'s scale run plays these (``SHORT_GAMES``): about 13 events a game."""
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
 """The rules of the games, pure and deterministic (sans-I/O).
 
 Nothing here opens a socket, reads a clock or touches the global random generator: every
-shuffle uses the ``random.Random`` passed in. The server and the bots both import this
+shuffle uses the source passed in (``engine.game.Shuffler``: a ``random.Random``, or anything
+with its ``shuffle``). The server and the bots both import this
 package; it imports neither of them, nor ``protocol``.
 
 Quick tour (Stacko)::

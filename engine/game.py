@@ -7,8 +7,7 @@ these methods; the only way state leaves a game is ``view(seat)``.
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -16,6 +15,14 @@ from stacko.engine.outcome import Outcome, Termination
 
 SPECTATOR = None
 """The seat value for someone who watches: ``view(SPECTATOR)`` is public information only."""
+
+
+class Shuffler(Protocol):
+    """Where a game's chance comes from: the engines draw it only through ``shuffle``. A
+    ``random.Random`` is one; so is the server's recorder of permutations, which need not
+    carry a Mersenne Twister's 2.5 KB of state for every game in progress."""
+
+    def shuffle(self, x: MutableSequence[Any]) -> None: ...
 
 
 class GameState(Protocol):
@@ -59,7 +66,7 @@ class GameState(Protocol):
         ran out (Stacko: draw, then pass)."""
         ...
 
-    def copy(self, rng: random.Random | None = None) -> Any:
+    def copy(self, rng: Shuffler | None = None) -> Any:
         """An independent copy (sharing ``rng`` unless another is given)."""
         ...
 
@@ -71,5 +78,5 @@ class GameSpec:
     name: str
     title: str
     options_type: type[Any]
-    new_game: Callable[[Any, random.Random], GameState]
+    new_game: Callable[[Any, Shuffler], GameState]
     seats: int = 2

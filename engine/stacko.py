@@ -26,7 +26,6 @@ one), so a client's expected ``ply`` identifies exactly one decision.
 from __future__ import annotations
 
 import enum
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -37,6 +36,7 @@ from stacko.engine.outcome import Outcome, Termination
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from stacko.engine.game import Shuffler
     from stacko.engine.stacko_view import StackoView
 
 _view: Callable[[Stacko, int | None], StackoView] | None = None
@@ -242,7 +242,7 @@ class Stacko:
     )  # fmt: skip
 
     options: StackoOptions
-    rng: random.Random
+    rng: Shuffler
     towers: list[list[int]]
     seen: list[list[bool]]
     """``seen[s][i]``: the brick in seat ``s``'s slot ``i`` entered it this round; both see it."""
@@ -262,7 +262,7 @@ class Stacko:
     """What the last applied action did (unfiltered: never send it, use ``view``)."""
 
     def __init__(
-        self, options: StackoOptions | None = None, *, rng: random.Random, deal: bool = True
+        self, options: StackoOptions | None = None, *, rng: Shuffler, deal: bool = True
     ) -> None:
         """``deal=False``: no bricks yet, for ``copy`` and ``resample``, which set every field
         themselves (compiled, a class cannot be made without its ``__init__``)."""
@@ -375,7 +375,7 @@ class Stacko:
             return ()
         return (DRAW, PASS) if self.phase is Phase.TURN else (PASS,)
 
-    def copy(self, rng: random.Random | None = None) -> Stacko:
+    def copy(self, rng: Shuffler | None = None) -> Stacko:
         new = Stacko(self.options, rng=self.rng if rng is None else rng, deal=False)
         new.towers = [self.towers[0][:], self.towers[1][:]]
         new.seen = [self.seen[0][:], self.seen[1][:]]
@@ -502,7 +502,7 @@ class Stacko:
         self.phase = Phase.OVER
 
 
-def new_game(options: StackoOptions | None = None, *, rng: random.Random) -> Stacko:
+def new_game(options: StackoOptions | None = None, *, rng: Shuffler) -> Stacko:
     """Deal a new game. Production passes the OS's source (a ``random.SystemRandom``), tests
     a seeded Random."""
     return Stacko(options, rng=rng)

@@ -37,9 +37,13 @@ import random
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from stacko.engine.errors import IllegalMoveError, IllegalReason, InvalidOptionsError
 from stacko.engine.outcome import Outcome, Termination
+
+if TYPE_CHECKING:
+    from stacko.engine.game import Shuffler
 
 VARIANTS = ("basic", "gray", "red")
 SPACES = 9
@@ -270,7 +274,7 @@ class Stakko:
     )  # fmt: skip
 
     options: StakkoOptions
-    rng: random.Random
+    rng: Shuffler
     """Unused by the rules (no chance in Stakko); kept for the common interface."""
     line: list[list[Colour]]
     """The stacks, White's end first, each bottom first. Read freely, change only by ``apply``."""
@@ -282,7 +286,7 @@ class Stakko:
     """Stacks per top colour, indexed by ``Colour``: ``_tops[seat]`` is N of rule 3."""
     _legal: tuple[StakkoMove, ...] | None
 
-    def __init__(self, options: StakkoOptions | None = None, *, rng: random.Random) -> None:
+    def __init__(self, options: StakkoOptions | None = None, *, rng: Shuffler) -> None:
         self.options = options if options is not None else StakkoOptions()
         self.rng = rng
         line = [[RED] + [WHITE] * DISCS_PER_PLAYER]
@@ -496,7 +500,7 @@ class Stakko:
         m = self.timeout_move()
         return () if m is None else (m,)
 
-    def copy(self, rng: random.Random | None = None) -> Stakko:
+    def copy(self, rng: Shuffler | None = None) -> Stakko:
         new = Stakko.__new__(Stakko)
         new.options = self.options
         new.rng = self.rng if rng is None else rng
@@ -569,6 +573,6 @@ def _rearmost_black(legal: tuple[StakkoMove, ...]) -> StakkoMove:
     return _MOVES[top][1]
 
 
-def new_game(options: StakkoOptions | None = None, *, rng: random.Random) -> Stakko:
+def new_game(options: StakkoOptions | None = None, *, rng: Shuffler) -> Stakko:
     """A new game in the starting position (``rng`` is unused: Stakko has no chance)."""
     return Stakko(options, rng=rng)

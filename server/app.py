@@ -39,7 +39,7 @@ from stacko.server.forwarded import TrustedProxies
 from stacko.server.hub import BotFactory, Hub
 from stacko.server.metrics import CONTENT_TYPE, Metrics
 from stacko.server.ratings import Ratings
-from stacko.server.rng import SystemShuffle
+from stacko.server.rng import system_shuffle
 from stacko.server.store.base import Fenced, Store
 from stacko.server.store.metrics import StoreCollector
 from stacko.server.store.recorder import Recorder, recover
@@ -120,7 +120,7 @@ class Server:
         config: ServerConfig | None = None,
         *,
         clock: Clock | None = None,
-        rng_factory: Callable[[], random.Random] = SystemShuffle,
+        rng_factory: Callable[[], random.Random] = system_shuffle,
         bots: tuple[dict[str, list[str]], BotFactory | None] | None = None,
         store: Store | None = None,
     ) -> None:

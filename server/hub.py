@@ -26,7 +26,7 @@ from stacko.protocol.games import CODECS
 from stacko.server.botpool import InlineThinker
 from stacko.server.clock import Clock, Timer
 from stacko.server.config import ServerConfig
-from stacko.server.rng import SystemShuffle
+from stacko.server.rng import system_shuffle
 from stacko.server.room import Chooser, Peer, Player, Room, RoomHooks, Thinker
 
 log = logging.getLogger("stacko.hub")
@@ -149,7 +149,7 @@ class Hub:
         config: ServerConfig,
         clock: Clock,
         *,
-        rng_factory: Callable[[], random.Random] = SystemShuffle,
+        rng_factory: Callable[[], random.Random] = system_shuffle,
         schedule_soon: Callable[[Callable[[], None]], None],
         bots: dict[str, list[str]] | None = None,
         bot_factory: BotFactory | None = None,

@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any, Literal, Protocol
 
 from stacko.engine.errors import IllegalMoveError, IllegalReason
-from stacko.engine.game import GameSpec, GameState
+from stacko.engine.game import GameSpec, GameState, Shuffler
 from stacko.engine.outcome import Termination
 from stacko.protocol import frames
 from stacko.protocol.errors import ErrorCode, ProtocolError, to_error_code
@@ -82,7 +82,7 @@ class Player:
 class Recorder(Protocol):
     """Where a room's changes are recorded before anyone sees them (``server.store.recorder``)."""
 
-    def begin(self, room: Room, rng: random.Random) -> random.Random: ...
+    def begin(self, room: Room, rng: Shuffler) -> Shuffler: ...
 
     def record(
         self, room: Room, kind: str, seat: int | None, move: Any, termination: str | None
@@ -322,7 +322,7 @@ class Room:
 
     def start(self, request: tuple[int, frames.RequestId] | None = None) -> None:
         """Deal a new game with a fresh RNG (the OS source in production) and tell everyone."""
-        rng = self.hooks.rng_factory()
+        rng: Shuffler = self.hooks.rng_factory()
         recorder = self.hooks.recorder
         self.game_id = None
         if recorder is not None:  # the deal's permutations go into the record

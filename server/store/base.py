@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from stacko.server.batch import OutputGate
+from stacko.server.store import packed
 
 log = logging.getLogger("stacko.store")
 
@@ -327,8 +328,12 @@ class Store:
 
     async def events(self, game_id: str) -> list[tuple[Any, ...]]:
         """``(seq, kind, seat, ply, payload, at_ms)`` in order: a finished game's from
-        ``events``; a game in progress's from the log (a walk of the log: for a rare
+        ``games.record`` (``payload`` a dict; schema 6) or, if it ended before schema 6,
+        from ``events``; a game in progress's from the log (a walk of the log: for a rare
         reader, such as a node taking a game over, never per request)."""
+        found = await self.fetch("SELECT record FROM games WHERE id = ?", (game_id,))
+        if found and found[0][0] is not None:
+            return packed.unpack(found[0][0])
         rows = await self.fetch(
             "SELECT seq, kind, seat, ply, payload, at_ms FROM events WHERE game_id = ? "
             "ORDER BY seq",
@@ -448,6 +453,7 @@ class Store:
                 return gone
             ops: list[Op] = []
             for (game_id,) in rows:  # its log rows go at the log's next compaction
+                # (rows in ``events``: a game that ended before schema 6)
                 ops.append(("DELETE FROM events WHERE game_id = ?", (game_id,)))
                 ops.append(("DELETE FROM games WHERE id = ?", (game_id,)))
             self.submit(ops)

@@ -80,3 +80,12 @@ def test_it_is_the_servers_default_source() -> None:
     server = Server()
     assert isinstance(server.hub._hooks.rng_factory(), SystemShuffle)
     assert isinstance(SystemShuffle(), random.SystemRandom)
+
+
+def test_games_share_one_source() -> None:
+    """No per-game copy: a ``random.Random`` holds 2.5 KB of state SystemRandom never uses,
+    and the server kept one for every game in progress."""
+    from stacko.server.app import Server
+
+    factory = Server().hub._hooks.rng_factory
+    assert factory() is factory()

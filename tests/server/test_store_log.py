@@ -1,13 +1,16 @@
 """Schema 3's event log: the changes of games in progress are appended to ``event_log``
-(keyed by a growing id), a finished game's go whole into ``events`` when it ends, the log
-is compacted to what the games in progress need, and a database of schema 2 is migrated
-with its games. On SQLite (both writers) and PostgreSQL."""
+(keyed by a growing id), a finished game's go whole into ``games.record`` when it ends
+(schema 6; ``events`` before), the log is compacted to what the games in progress need,
+and a database of schema 2 (or 5) is migrated with its games. On SQLite (both writers) and
+PostgreSQL."""
 
 from __future__ import annotations
 
+import orjson
 from stacko_wire import Game
+from test_store_server import get_json
 
-from stacko.server.store import make_store, recorder
+from stacko.server.store import make_store, packed, recorder
 from stacko.server.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 SMALL = {"tower": 3, "bricks": 8, "rounds": 2, "turn_cap": 6}
@@ -17,7 +20,7 @@ async def log_rows(store) -> list[tuple]:
     return await store.fetch("SELECT game_id, seq FROM event_log ORDER BY id")
 
 
-async def test_moves_go_to_the_log_and_a_finished_game_to_events(make_harness, store_spec):
+async def test_moves_go_to_the_log_and_a_finished_game_to_its_record(make_harness, store_spec):
     h = await make_harness(store=make_store(*store_spec))
     g = await h.game(SMALL)
     for _ in range(3):
@@ -32,9 +35,18 @@ async def test_moves_go_to_the_log_and_a_finished_game_to_events(make_harness, s
     assert by_id == await store.in_progress_events() and [r[1] for r in by_id] == [1, 2, 3, 4]
     await g.play_out()
     await store.flush()
-    seqs = [r[0] for r in await store.fetch("SELECT seq FROM events WHERE game_id = ?", (gid,))]
-    assert sorted(seqs) == list(range(1, g.room.seq + 1))
-    assert len(await log_rows(store)) == g.room.seq - 1  # the last event went with the record
+    logged = await store.fetch(
+        "SELECT seq, kind, seat, ply, payload, at_ms FROM event_log ORDER BY id"
+    )
+    assert len(logged) == g.room.seq - 1  # the last event went with the record
+    # one value, nothing in ``events``; read back, the very events the log had, and the end
+    assert await store.fetch("SELECT count(*) FROM events") == [(0,)]
+    ((blob,),) = await store.fetch("SELECT record FROM games WHERE id = ?", (gid,))
+    assert packed.unpack(blob) == await store.events(gid)
+    record = await store.events(gid)
+    assert [r[0] for r in record] == list(range(1, g.room.seq + 1))
+    assert [(*r[:4], orjson.dumps(r[4]).decode(), r[5]) for r in record[:-1]] == logged
+    assert record[-1][1] in ("move", "timeout", "end") and record[-1][3] == g.engine.ply
 
 
 async def test_compaction_keeps_what_games_in_progress_need(make_harness, store_spec):
@@ -93,8 +105,8 @@ async def test_compaction_keeps_what_games_in_progress_need(make_harness, store_
         seats.append(c)
     await Game(h2, code, seats, []).play_out()
     await h2.server.store.flush()
-    rows = await h2.server.store.fetch("SELECT seq FROM events WHERE game_id = ?", (gid,))
-    assert sorted(r[0] for r in rows) == list(range(1, h2.server.hub.rooms[code].seq + 1))
+    rows = await h2.server.store.events(gid)  # the record, after a compaction and a restart
+    assert [r[0] for r in rows] == list(range(1, h2.server.hub.rooms[code].seq + 1))
 
 
 async def test_the_log_is_compacted_by_itself(make_harness, store_spec, monkeypatch):
@@ -119,6 +131,54 @@ async def test_the_log_is_compacted_by_itself(make_harness, store_spec, monkeypa
     assert sorted({r[1] for r in rows}) == list(range(1, g.room.seq + 1))  # all of it, once
 
 
+async def as_rows_in_events(store, game_id: str) -> list[tuple]:
+    """The statements that take a finished game's record back to schema 5's form (a row per
+    event in ``events``, no ``games.record``): what a file of schema 3 to 5 holds."""
+    ((blob,),) = await store.fetch("SELECT record FROM games WHERE id = ?", (game_id,))
+    return [
+        (recorder.EVENT_SQL, (game_id, *r[:4], orjson.dumps(r[4]).decode(), r[5]))
+        for r in packed.unpack(blob)
+    ] + [("ALTER TABLE games DROP COLUMN record", ())]
+
+
+async def test_a_schema_5_database_is_migrated_with_its_finished_games(make_harness, store_spec):
+    """A database as the schema-5 server left it: a finished game's events as rows of
+    ``events``. After the migration to schema 6 they are read as before, replayed, and
+    served; a game finished after it has its record in ``games.record`` alone."""
+    h1 = await make_harness(store=make_store(*store_spec))
+    done = await h1.game(SMALL, names=("a", "b"))
+    await done.play_out()
+    old_id, old_seq = done.room.game_id, done.room.seq
+    await h1.server.store.flush()
+    before = await h1.server.store.events(old_id)
+    await h1.server.shutdown(restart=True)
+    h1.clients.clear()
+    store = make_store(*store_spec)
+    await store.open()
+    await store.execute(
+        [
+            *await as_rows_in_events(store, old_id),
+            ("UPDATE schema_version SET version = 5", ()),
+        ]
+    )
+    assert len(await store.fetch("SELECT * FROM events")) == old_seq
+    await store.close()
+    h2 = await make_harness(store=make_store(*store_spec))
+    store = h2.server.store
+    assert await store.fetch("SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
+    assert await store.fetch("SELECT record FROM games WHERE id = ?", (old_id,)) == [(None,)]
+    rows = await store.events(old_id)
+    assert [(*r[:4], orjson.loads(r[4]), r[5]) for r in rows] == before  # payload as text
+    status, record = await get_json(h2.server.port, f"/api/games/{old_id}")
+    assert status == 200 and [e["seq"] for e in record["events"]] == list(range(1, old_seq + 1))
+    new = await h2.game(SMALL, names=("c", "d"))
+    await new.play_out()
+    await store.flush()
+    new_id = new.room.game_id
+    assert await store.fetch("SELECT count(*) FROM events WHERE game_id = ?", (new_id,)) == [(0,)]
+    assert [r[0] for r in await store.events(new_id)] == list(range(1, new.room.seq + 1))
+
+
 async def test_a_schema_2_database_is_migrated_with_its_games(make_harness, store_spec):
     """A database as the schema-2 server left it: the events of a game in progress and of
     a finished one in ``events``. After the migration the game in progress is back at its
@@ -136,6 +196,7 @@ async def test_a_schema_2_database_is_migrated_with_its_games(make_harness, stor
     await store.open()
     await store.execute(
         [
+            *await as_rows_in_events(store, finished_id),
             (
                 "INSERT INTO events (game_id, seq, kind, seat, ply, payload, at_ms) "
                 "SELECT game_id, seq, kind, seat, ply, payload, at_ms FROM event_log "
