@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stacko.bots.base import BaseBot, ShouldStop
+from stacko.bots.tower_gaps import GapModel, fits
 from stacko.engine.stacko import (
     DRAW,
     PASS,
@@ -425,6 +426,11 @@ class TowerModel:
 
 HOPELESS = 1e6
 
+TURN_UNITS = 6.0
+"""About this many of ``TowerModel``'s units make a turn (a dealt tower is worth about 62 and
+takes about 10 turns): the strong bot's bonuses, set in turns, are scaled by it when the
+gap model's tables do not reach the options."""
+
 
 class StrongStackoBot(BaseBot):
     """Expected-value play on ``TowerModel`` over what ``RoundMemory`` says can still come.
@@ -457,12 +463,25 @@ class StrongStackoBot(BaseBot):
     """Pool weight of a brick on the discard pile: it comes back at the next reshuffle."""
     opponent_weight = 0.1
     """Pool weight of a brick seen in the opponent's tower: it may be swapped out."""
-    run_bonus = 0.5
+    gap_model = True
+    """Value towers with ``GapModel`` (turns) where its tables reach, else ``TowerModel``."""
+    temperature = 1.5
+    """Of the gap model's soft minimum over keep sets, in turns."""
+    tower_weight = 1.0
+    margin = 6.0
+    screen = 3
+    """Slots per drawable brick that the gap model values (the best by ``TowerModel``)."""
+    run_bonus = 0.5 / TURN_UNITS
+    """Turns a brick of the ordered run from the bottom is worth (what a round loser
+    scores); this and the bonuses below are in turns."""
     gift_weight = 0.25
+    gift_cap = 10.0 / TURN_UNITS
+    """At most this many turns saved are charged for one brick (the opponent's value of a
+    tower it hardly shows is rough)."""
     play_the_score = True
     """Weigh the run as the scores demand in the last round (``_plan``)."""
-    need_bonus = 1.5
-    late_bonus = 0.5
+    need_bonus = 1.5 / TURN_UNITS
+    late_bonus = 0.5 / TURN_UNITS
     behind_block = 1.0
     """Turns of mine a turn saved by the opponent is worth, for the brick a move leaves
     them as the open brick (0: ignore the opponent, as ``strong-v1`` does)."""
@@ -470,7 +489,9 @@ class StrongStackoBot(BaseBot):
     def __init__(self, rng: random.Random, params: TowerParams | None = None) -> None:
         super().__init__(rng)
         self.memory = RoundMemory()
-        self.model: TowerModel | None = None
+        self.model: TowerModel | GapModel | None = None
+        self.screen_model: TowerModel | None = None
+        self.unit = 1.0
         self.params = params if params is not None else TowerParams()
         self._gift: np.ndarray | None = None
         self._bonus, self._need = self.run_bonus, 0
@@ -489,7 +510,7 @@ class StrongStackoBot(BaseBot):
         tower = _my_tower(view)
         opts = view.options
         if self.model is None or (self.model.bricks, self.model.slots) != (opts.bricks, opts.tower):
-            self.model = TowerModel(opts.bricks, opts.tower, self.params)
+            self._make_model(opts.bricks, opts.tower)
         know = knowledge(view, self.memory, self.discard_weight, self.opponent_weight)
         total = sum(know.pool)
         brick = view.open_brick if view.phase is Phase.TURN else view.drawn
@@ -513,6 +534,17 @@ class StrongStackoBot(BaseBot):
         if place_slot is not None and place_value < self._pass_value(tower, brick, know, total):
             return _pick(legal, place(place_slot))
         return _pick(legal, PASS)
+
+    def _make_model(self, bricks: int, slots: int) -> None:
+        """The gap model where its tables reach (``tower_gaps.fits``), else ``TowerModel``,
+        whose units are about ``TURN_UNITS`` a turn: the bonuses, set in turns, follow."""
+        self.screen_model = TowerModel(bricks, slots, self.params)
+        if self.gap_model and fits(bricks, slots):
+            self.model = GapModel(bricks, slots, self.temperature, self.tower_weight, self.margin)
+            self.unit = 1.0
+        else:
+            self.model = self.screen_model
+            self.unit = TURN_UNITS if self.gap_model else 1.0
 
     def _gifts(self, view: StackoView) -> np.ndarray | None:
         """Per brick value: the turns the opponent would save with it as the open brick,
@@ -542,7 +574,7 @@ class StrongStackoBot(BaseBot):
         gift = np.zeros(bricks + 2)
         gift[1 : bricks + 1] = np.maximum(0.0, v[0] - best)
         gift[tower[keep]] = 0.0  # a brick it holds does not come to it
-        out: np.ndarray = self.gift_weight * np.minimum(gift, GIFT_CAP)
+        out: np.ndarray = self.gift_weight * np.minimum(gift, self.gift_cap * self.unit)
         return out
 
     def _pass_value(self, tower: list[int], drawn: int, know: Knowledge, total: float) -> float:
@@ -554,10 +586,25 @@ class StrongStackoBot(BaseBot):
         v = self.model.values(towers, pools, total)
         if self._bonus:
             runs = _runs(towers)
-            v = v - self._bonus * runs
+            v = v - self._bonus * self.unit * runs
             if self._need:
-                v = v - self.need_bonus * np.minimum(runs, self._need)
+                v = v - self.need_bonus * self.unit * np.minimum(runs, self._need)
         return v
+
+    def _screened(self, towers: np.ndarray, pools: np.ndarray, total: float) -> np.ndarray:
+        """``_values`` of candidate towers in rows of ``slots`` (one brick in every slot),
+        the gap model valuing only the ``screen`` best slots of each row by ``TowerModel``
+        (the rest ``inf``): the slow model is spent where the choice lies."""
+        slots = self.screen_model.slots if self.screen_model is not None else 0
+        if self.model is self.screen_model or not self.screen or self.screen >= slots:
+            return self._values(towers, pools, total)
+        assert self.screen_model is not None
+        rough = self.screen_model.values(towers, pools, total).reshape(-1, slots)
+        best = np.argsort(rough, axis=1, kind="stable")[:, : self.screen]
+        pick = (np.arange(len(rough))[:, None] * slots + best).ravel()
+        out = np.full(len(towers), np.inf)
+        out[pick] = self._values(towers[pick], pools[pick], total)
+        return out
 
     def _plan(self, view: StackoView) -> None:
         """What the run is worth this turn, as the scores demand (rules §6).
@@ -650,7 +697,7 @@ class StrongStackoBot(BaseBot):
             parts = [self._placements(tower, b, know.pool) for b in chunk]
             towers = np.concatenate([t for t, _ in parts])
             pools = np.concatenate([p for _, p in parts])
-            v = self._values(towers, pools, total).reshape(len(chunk), slots)
+            v = self._screened(towers, pools, total).reshape(len(chunk), slots)
             passed = np.full(len(chunk), stay)
             if self._gift is not None:
                 v = v + self._gift[tower][None, :]
@@ -660,9 +707,6 @@ class StrongStackoBot(BaseBot):
         return expected
 
 
-GIFT_CAP = 10.0
-"""At most this many turns saved are charged for one brick (the opponent's value of a tower
-it hardly shows is rough)."""
 
 DRAW_CHUNK = 512
 """Candidate towers valued per step of ``_draw_value`` (between two ``should_stop`` calls);
@@ -681,5 +725,10 @@ class StrongV1StackoBot(StrongStackoBot):
     the arena's reference, so progress is measured against the same opponent."""
 
     name = "strong-v1"
+    gap_model = False
+    run_bonus = 0.5
     gift_weight = 0.0
+    gift_cap = 10.0
     play_the_score = False
+    need_bonus = 1.5
+    late_bonus = 0.5
