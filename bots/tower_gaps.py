@@ -27,6 +27,7 @@ The tables are data shipped with the package (``gap_tables.npz``, made by
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -131,13 +132,12 @@ class GapModel:
     Same interface as ``TowerModel.values``."""
 
     def __init__(
-                self,
+        self,
         bricks: int,
         slots: int,
         temperature: float = 1.5,
         tower_weight: float = 1.0,
         margin: float = 6.0,
-        best_of: int = 0,
     ) -> None:
         if not fits(bricks, slots):
             raise ValueError(f"no gap tables for {slots} slots of {bricks} bricks")
@@ -146,8 +146,11 @@ class GapModel:
         self.temperature = temperature
         self.tower_weight = tower_weight
         self.margin = margin
-        self.best_of = best_of
+        self.race: float | None = None
+        """The opponent's expected turns still to finish, to value towers for a race
+        (``_measure``); ``None``: the mean turns (solitaire, or no race in sight)."""
         log_g, self.weights = load_tables()
+        self.nodes = quadrature(len(self.weights))[0]
         self.log_g = log_g.astype(np.float64)
         self.top = self.log_g.shape[1] - 1
 
@@ -187,8 +190,8 @@ class GapModel:
         gaps = self.log_g[k, m0] * (1.0 - f) + self.log_g[k, m0 + 1] * f
         slot_of = np.full((c, n + 2, n + 2), -1, dtype=np.int64)
         slot_of[rows, i_idx[pair], j_idx[pair]] = np.arange(len(rows))
-        scale = self.weights * total
-        bound = self._greedy_bound(vals, slot_of, gaps, scale) + self.margin
+        turns_of = self._measure(total)
+        bound = self._greedy_bound(vals, slot_of, gaps, turns_of) + self.margin
         # Extend keep sets slot by slot: each chain is (tower, last kept position, sum of
         # log G of its gaps so far); a chain reaching the roof is a whole keep set. More
         # gaps only lengthen the wait, so a chain already slower than ``bound`` (a keep
@@ -202,7 +205,7 @@ class GapModel:
             li, j = np.nonzero(nxt >= 0)
             row = chain[li]
             new_acc = acc[li] + gaps[nxt[li, j]]
-            turns = (1.0 - np.exp(new_acc)) @ scale
+            turns = turns_of(new_acc)
             alive = turns <= bound[row]
             whole = j == n + 1
             done_rows.append(row[whole & alive])
@@ -211,13 +214,6 @@ class GapModel:
             chain, last, acc = row[go], j[go], new_acc[go]
         which = np.concatenate(done_rows)
         turns = np.concatenate(done_turns)
-        if self.best_of:
-            order = np.lexsort((turns, which))
-            which, turns = which[order], turns[order]
-            first = np.searchsorted(which, which)  # start of each tower's run
-            rank = np.arange(len(which)) - first
-            keep_top = rank < self.best_of
-            which, turns = which[keep_top], turns[keep_top]
         low = np.full(c, np.inf)
         np.minimum.at(low, which, turns)
         if self.temperature > 0:
@@ -226,9 +222,12 @@ class GapModel:
             low = low - self.temperature * np.log(soft)
         return low
 
-
     def _greedy_bound(
-        self, vals: np.ndarray, slot_of: np.ndarray, gaps: np.ndarray, scale: np.ndarray
+        self,
+        vals: np.ndarray,
+        slot_of: np.ndarray,
+        gaps: np.ndarray,
+        turns_of: Callable[[np.ndarray], np.ndarray],
     ) -> np.ndarray:
         """The time of one good keep set per tower, a longest one (the longest decreasing
         subsequence of the bricks that may be kept): a bound for pruning, and close to the
@@ -253,8 +252,33 @@ class GapModel:
             before = parent[r, at[live]]
             acc[r] += gaps[slot_of[r, before, at[live]]]
             at[live] = before
-        out: np.ndarray = (1.0 - np.exp(acc)) @ scale
-        return out
+        return turns_of(acc)
+
+    def _measure(self, total: float) -> Callable[[np.ndarray], np.ndarray]:
+        """Turns from ``log F`` at the nodes: the mean, or with ``race`` set (the turns the
+        opponent is expected to need still, its finish taken as exponential) the certainty
+        equivalent ``-race log E[exp(-T / race)]``, where ``E[exp(-T / race)]`` is the chance
+        to finish before the opponent: a race favours the plan likelier to be done in time
+        over the one done sooner on average. Both only grow as gaps are added."""
+        if self.race is None:
+            scale = self.weights * total
+
+            def mean(acc: np.ndarray) -> np.ndarray:
+                out: np.ndarray = (1.0 - np.exp(acc)) @ scale
+                return out
+
+            return mean
+        mu = self.race
+        at = self.nodes * total / mu
+        density = self.weights * (total / mu) * np.exp(-at)
+        density = density / density.sum()  # the nodes' share of the exponential's mass
+
+        def certainty(acc: np.ndarray) -> np.ndarray:
+            chance = np.maximum(np.exp(acc) @ density, 1e-300)
+            out: np.ndarray = -mu * np.log(chance)
+            return out
+
+        return certainty
 
 
 def main(argv: list[str] | None = None) -> int:

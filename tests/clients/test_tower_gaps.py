@@ -102,9 +102,7 @@ def test_options_beyond_the_tables_fall_back() -> None:
         GapModel(200, 20)
 
 
-@pytest.mark.parametrize(
-    ("slots", "limit", "strong_over"), [(4, 1.012, 1.0195)]
-)
+@pytest.mark.parametrize(("slots", "limit", "strong_over"), [(4, 1.012, 1.0195)])
 def test_the_greedy_player_of_the_gap_model_is_near_the_exact_optimum(
     slots: int, limit: float, strong_over: float
 ) -> None:
