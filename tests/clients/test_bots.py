@@ -195,7 +195,7 @@ def test_memory_knows_when_the_turn_comes_straight_back() -> None:
     game = Stacko(rng=random.Random(5))
     mine, theirs = RoundMemory(), RoundMemory()
     assert not mine.alone
-    for _ in range(6):  # three turns each: draw and pass
+    for _ in range(12):  # three turns each: draw and pass
         mine.update(game.view(0))
         theirs.update(game.view(1))
         game.apply(DRAW if game.phase is Phase.TURN else PASS)
