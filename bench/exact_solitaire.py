@@ -272,11 +272,34 @@ def strong_value(
     return value
 
 
+def gap_value(slots: int, bricks: int, **knobs: float) -> Callable[[np.ndarray], np.ndarray]:
+    """The strong bot's tower value since issue 19 (``GapModel``) in this model: every brick
+    outside the tower may come, and a brick the tower does not keep comes back when it is
+    replaced (``tower_weight`` 1, the model's default)."""
+    from stacko.bots.tower_gaps import GapModel
+
+    model = GapModel(bricks, slots, **knobs)
+
+    def value(towers: np.ndarray) -> np.ndarray:
+        out = np.empty(len(towers))
+        for start in range(0, len(towers), 20_000):  # bounded memory for the keep sets
+            part = towers[start : start + 20_000]
+            pools = np.ones((len(part), bricks + 2))
+            pools[:, 0] = pools[:, -1] = 0.0
+            pools[np.arange(len(part))[:, None], part] = 0.0
+            out[start : start + len(part)] = model.values(part, pools, float(bricks - slots))
+        return out
+
+    return value
+
+
 def policy_value(name: str, slots: int, bricks: int) -> Callable[[np.ndarray], np.ndarray]:
     if name == "strong-v1":
         return strong_value(slots, bricks)
-    if name == "strong":  # in a one-round game nothing is left to secure: no run bonus
+    if name == "strong-summed":  # the summed gap costs strong played before the gap model
         return strong_value(slots, bricks, run_bonus=0.0)
+    if name in ("strong", "gaps"):  # one round: nothing left to secure, no run bonus
+        return gap_value(slots, bricks)
     raise ValueError(f"no policy {name!r}")
 
 
@@ -289,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         "--policy",
         action="append",
         default=[],
-        help="also the expected turns of a bot's greedy rule (strong-v1, strong)",
+        help="also the expected turns of a bot's greedy rule (strong or gaps: the gap model;"
+        " strong-summed: the summed gap costs strong used before it; strong-v1)",
     )
     args = p.parse_args(argv)
     cases = [(args.slots, args.bricks)] if args.slots else [(4, 16), (5, 20)]

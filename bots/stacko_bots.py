@@ -12,13 +12,13 @@ the decreasing run from the bottom (rules §6).
 - ``KyleStackoBot``: the range heuristic of the published Rack-O study (the yardstick of
   its TD-learned player), ported from its description.
 - ``StrongStackoBot``: remembers what its seat has seen this round (``RoundMemory``),
-  values a tower by the expected number of draws still needed to fill its gaps from the
-  bricks that can still come (``TowerModel``), and picks by expected value among taking
+  values a tower by the expected turns until its gaps, filling in parallel, are full from
+  the bricks that can still come (``tower_gaps.GapModel``), and picks by expected value among taking
   the open brick, drawing, and (after a draw) every placement or a pass. When the round may
   be lost it values a long ordered run from the bottom, which is what a round loser scores;
   it does not hand the opponent a brick its visible tower wants, and weighs the run as the
-  scores demand. ``StrongV1StackoBot`` (``strong-v1``) is it before that, kept as the
-  arena's fixed reference.
+  scores demand. ``StrongV1StackoBot`` (``strong-v1``) is it before all that (summed gap
+  costs, ``TowerModel``), kept as the arena's fixed reference.
 
 Nothing here reads hidden state: the only inputs are views and the legal moves.
 """
@@ -32,11 +32,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from stacko.bots.base import BaseBot, ShouldStop
+from stacko.bots.tower_gaps import GapModel, fits
 from stacko.engine.stacko import (
     DRAW,
     PASS,
     Drew,
     Move,
+    Passed,
     Phase,
     Placed,
     Reshuffled,
@@ -232,6 +234,9 @@ class RoundMemory:
         self.reshuffles = 0
         self.my_last: tuple[int, int] | None = None
         """(slot, brick removed) of this seat's last take or place this round."""
+        self.my_turns = 0
+        self.opp_turns = 0
+        self.opponent_moved = False
 
     def reset(self) -> None:
         """Forget everything (a new game; a new round resets itself)."""
@@ -239,6 +244,16 @@ class RoundMemory:
         self.seen = set()
         self.reshuffles = 0
         self.my_last = None
+        self.my_turns = 0
+        self.opp_turns = 0
+        self.opponent_moved = False
+
+    @property
+    def alone(self) -> bool:
+        """This seat has played a turn this round and the opponent none since: the brick
+        it gives up comes back to it as the open brick (solitaire play, where the turn
+        comes straight back), not to an opponent."""
+        return self.my_turns > 0 and not self.opponent_moved
 
     def update(self, view: StackoView) -> None:
         """Take in a view (each one once; views may be skipped, at some loss of memory)."""
@@ -258,6 +273,14 @@ class RoundMemory:
                 self.my_last = (event.slot, event.removed)
             elif isinstance(event, Drew) and event.brick is not None:
                 self.seen.add(event.brick)
+            if isinstance(event, Took | Placed | Passed):
+                if event.seat == view.seat:
+                    self.my_turns += 1
+                else:
+                    self.opp_turns += 1
+                    self.opponent_moved = True
+            elif isinstance(event, Drew) and event.seat != view.seat:
+                self.opponent_moved = True
         self.seen.update(view.discard)
         for tower in view.towers:
             self.seen.update(b for b in tower if b is not None)
@@ -425,9 +448,22 @@ class TowerModel:
 
 HOPELESS = 1e6
 
+TURN_UNITS = 6.0
+"""About this many of ``TowerModel``'s units make a turn (a dealt tower is worth about 62 and
+takes about 10 turns): the strong bot's bonuses, set in turns, are scaled by it when the
+gap model's tables do not reach the options."""
+
 
 class StrongStackoBot(BaseBot):
-    """Expected-value play on ``TowerModel`` over what ``RoundMemory`` says can still come.
+    """Expected-value play on a tower's value over what ``RoundMemory`` says can still come.
+
+    The value (issue 19) is ``tower_gaps.GapModel``: the expected turns until the gaps of
+    the tower fill, in parallel, from the bricks that can come, soft-minimised over keep
+    sets; ``TowerModel`` (summed gap costs, what ``strong-v1`` plays) where the gap model's
+    tables do not reach the options, and to pick the ``screen`` slots per drawable brick
+    that the gap model values (a decision stays within the time a server's worker pool
+    allows). A brick the bot gives up counts as half available (the opponent sees it
+    first), fully when the turn comes straight back (``RoundMemory.alone``).
 
     On its turn it compares taking the open brick into its best slot with drawing, valued as
     the average over the bricks it may draw (``Knowledge.draw_prob``) of the better of
@@ -447,9 +483,8 @@ class StrongStackoBot(BaseBot):
     (session 2, paired over the same duplicate deals against ``strong-v1``): a gift counted
     at a quarter of its value instead of a half gained 0.027 +- 0.020 (600 deals, seed 11)
     and 0.004 +- 0.011 (2,000 deals, seed 1; a whole one lost 0.056), so ``gift_weight``
-    is 0.25. A larger run bonus (2, late 1.5) gained 0.010 in one sample and lost 0.008 in
-    another: not taken. A tower's value counts about 6 units for a turn (62 for a dealt
-    tower that takes about 10 turns).
+    is 0.25. The gifts are valued with ``TowerModel`` (converted to turns at
+    ``TURN_UNITS``), the bonuses are set in turns.
     """
 
     name = "strong"
@@ -457,12 +492,35 @@ class StrongStackoBot(BaseBot):
     """Pool weight of a brick on the discard pile: it comes back at the next reshuffle."""
     opponent_weight = 0.1
     """Pool weight of a brick seen in the opponent's tower: it may be swapped out."""
-    run_bonus = 0.5
+    gap_model = True
+    """Value towers with ``GapModel`` (turns) where its tables reach, else ``TowerModel``."""
+    temperature = 1.5
+    """Of the gap model's soft minimum over keep sets, in turns."""
+    tower_weight = 0.5
+    """Pool weight, in the gap model, of a brick of the tower a keep set does not keep: it
+    will be given up, and the opponent sees it first."""
+    alone_tower_weight = 1.0
+    alone_discard_weight = 0.75
+    """Those weights when the turn comes straight back (``RoundMemory.alone``)."""
+    race_turns = 9.0
+    """Turns a player takes to finish a round in a race (0: value towers by the mean turns,
+    not for a race): the opponent is expected to need this many less its turns so far."""
+    race_floor = 2.0
+    margin = 6.0
+    """Keep sets slower than a longest one by this many turns are not followed."""
+    screen = 2
+    """Slots per drawable brick that the gap model values (the best by ``TowerModel``)."""
+    run_bonus = 0.5 / TURN_UNITS
+    """Turns a brick of the ordered run from the bottom is worth (what a round loser
+    scores); this and the bonuses below are in turns."""
     gift_weight = 0.25
+    gift_cap = 10.0 / TURN_UNITS
+    """At most this many turns saved are charged for one brick (the opponent's value of a
+    tower it hardly shows is rough)."""
     play_the_score = True
     """Weigh the run as the scores demand in the last round (``_plan``)."""
-    need_bonus = 1.5
-    late_bonus = 0.5
+    need_bonus = 1.5 / TURN_UNITS
+    late_bonus = 0.5 / TURN_UNITS
     behind_block = 1.0
     """Turns of mine a turn saved by the opponent is worth, for the brick a move leaves
     them as the open brick (0: ignore the opponent, as ``strong-v1`` does)."""
@@ -470,10 +528,13 @@ class StrongStackoBot(BaseBot):
     def __init__(self, rng: random.Random, params: TowerParams | None = None) -> None:
         super().__init__(rng)
         self.memory = RoundMemory()
-        self.model: TowerModel | None = None
+        self.model: TowerModel | GapModel | None = None
+        self.screen_model: TowerModel | None = None
+        self.unit = 1.0
         self.params = params if params is not None else TowerParams()
         self._gift: np.ndarray | None = None
         self._bonus, self._need = self.run_bonus, 0
+        self._discard = self.discard_weight
 
     def reset(self) -> None:
         self.memory.reset()
@@ -489,8 +550,18 @@ class StrongStackoBot(BaseBot):
         tower = _my_tower(view)
         opts = view.options
         if self.model is None or (self.model.bricks, self.model.slots) != (opts.bricks, opts.tower):
-            self.model = TowerModel(opts.bricks, opts.tower, self.params)
-        know = knowledge(view, self.memory, self.discard_weight, self.opponent_weight)
+            self._make_model(opts.bricks, opts.tower)
+        # Where a brick given up goes: to the opponent as its open brick, or (alone, see
+        # ``RoundMemory.alone``) back to this seat, which makes it as good as any to come.
+        alone = self.gap_model and self.memory.alone
+        self._discard = self.alone_discard_weight if alone else self.discard_weight
+        if isinstance(self.model, GapModel):
+            self.model.tower_weight = self.alone_tower_weight if alone else self.tower_weight
+            self.model.race = None
+            if self.race_turns and not alone:
+                left = self.race_turns - self.memory.opp_turns
+                self.model.race = max(self.race_floor, left)
+        know = knowledge(view, self.memory, self._discard, self.opponent_weight)
         total = sum(know.pool)
         brick = view.open_brick if view.phase is Phase.TURN else view.drawn
         if brick is None:
@@ -514,14 +585,30 @@ class StrongStackoBot(BaseBot):
             return _pick(legal, place(place_slot))
         return _pick(legal, PASS)
 
+    def _make_model(self, bricks: int, slots: int) -> None:
+        """The gap model where its tables reach (``tower_gaps.fits``), else ``TowerModel``,
+        whose units are about ``TURN_UNITS`` a turn (``unit``): the bonuses are set in turns
+        and scaled by ``unit`` (so ``strong-v1``'s are exactly what they always were)."""
+        self.screen_model = TowerModel(bricks, slots, self.params)
+        if self.gap_model and fits(bricks, slots):
+            self.model = GapModel(bricks, slots, self.temperature, self.tower_weight, self.margin)
+            self.unit = 1.0
+        else:
+            self.model = self.screen_model
+            self.unit = TURN_UNITS
+
     def _gifts(self, view: StackoView) -> np.ndarray | None:
         """Per brick value: the turns the opponent would save with it as the open brick,
-        valued on what its tower shows (hidden slots are gaps), times ``gift_weight``."""
-        assert view.seat is not None and self.model is not None
+        valued on what its tower shows (hidden slots are gaps), times ``gift_weight``.
+
+        Valued with ``TowerModel`` whatever the bot's own model: what a tower that mostly
+        hides itself wants is rough anyway, and 400 such towers would cost the gap model
+        several milliseconds a decision."""
+        assert view.seat is not None and self.screen_model is not None
         opp = view.towers[1 - view.seat]
         if not any(b is not None and b > 0 for b in opp):
             return None  # nothing shows: no brick is a better gift than another
-        bricks, slots = self.model.bricks, len(opp)
+        bricks, slots = self.screen_model.bricks, len(opp)
         tower = np.array([b if b is not None else 0 for b in opp], dtype=np.int64)
         keep = np.array([b is not None and b > 0 for b in opp])
         pool = np.ones(bricks + 2)
@@ -537,12 +624,12 @@ class StrongStackoBot(BaseBot):
         cand[rows, s] = b
         keeps[rows, s] = True
         pools[rows, b] = 0.0
-        v = self.model.values(cand, pools, total, keeps)
+        v = self.screen_model.values(cand, pools, total, keeps) / TURN_UNITS  # in turns
         best = v[1:].reshape(bricks, slots).min(axis=1)
         gift = np.zeros(bricks + 2)
         gift[1 : bricks + 1] = np.maximum(0.0, v[0] - best)
         gift[tower[keep]] = 0.0  # a brick it holds does not come to it
-        out: np.ndarray = self.gift_weight * np.minimum(gift, GIFT_CAP)
+        out: np.ndarray = self.gift_weight * np.minimum(gift, self.gift_cap) * self.unit
         return out
 
     def _pass_value(self, tower: list[int], drawn: int, know: Knowledge, total: float) -> float:
@@ -554,10 +641,25 @@ class StrongStackoBot(BaseBot):
         v = self.model.values(towers, pools, total)
         if self._bonus:
             runs = _runs(towers)
-            v = v - self._bonus * runs
+            v = v - self._bonus * self.unit * runs
             if self._need:
-                v = v - self.need_bonus * np.minimum(runs, self._need)
+                v = v - self.need_bonus * self.unit * np.minimum(runs, self._need)
         return v
+
+    def _screened(self, towers: np.ndarray, pools: np.ndarray, total: float) -> np.ndarray:
+        """``_values`` of candidate towers in rows of ``slots`` (one brick in every slot),
+        the gap model valuing only the ``screen`` best slots of each row by ``TowerModel``
+        (the rest ``inf``): the slow model is spent where the choice lies."""
+        slots = self.screen_model.slots if self.screen_model is not None else 0
+        if self.model is self.screen_model or not self.screen or self.screen >= slots:
+            return self._values(towers, pools, total)
+        assert self.screen_model is not None
+        rough = self.screen_model.values(towers, pools, total).reshape(-1, slots)
+        best = np.argsort(rough, axis=1, kind="stable")[:, : self.screen]
+        pick = (np.arange(len(rough))[:, None] * slots + best).ravel()
+        out = np.full(len(towers), np.inf)
+        out[pick] = self._values(towers[pick], pools[pick], total)
+        return out
 
     def _plan(self, view: StackoView) -> None:
         """What the run is worth this turn, as the scores demand (rules §6).
@@ -598,7 +700,7 @@ class StrongStackoBot(BaseBot):
         towers[idx, idx] = brick
         pools = np.tile(np.array(pool, dtype=float), (slots, 1))
         pools[:, brick] = 0.0
-        pools[idx, tower] = self.discard_weight
+        pools[idx, tower] = self._discard
         return towers, pools
 
     def _value(self, tower: list[int], pool: list[float], total: float) -> float:
@@ -650,7 +752,7 @@ class StrongStackoBot(BaseBot):
             parts = [self._placements(tower, b, know.pool) for b in chunk]
             towers = np.concatenate([t for t, _ in parts])
             pools = np.concatenate([p for _, p in parts])
-            v = self._values(towers, pools, total).reshape(len(chunk), slots)
+            v = self._screened(towers, pools, total).reshape(len(chunk), slots)
             passed = np.full(len(chunk), stay)
             if self._gift is not None:
                 v = v + self._gift[tower][None, :]
@@ -659,10 +761,6 @@ class StrongStackoBot(BaseBot):
             expected += float(np.dot(probs, np.minimum(v.min(axis=1), passed)))
         return expected
 
-
-GIFT_CAP = 10.0
-"""At most this many turns saved are charged for one brick (the opponent's value of a tower
-it hardly shows is rough)."""
 
 DRAW_CHUNK = 512
 """Candidate towers valued per step of ``_draw_value`` (between two ``should_stop`` calls);
@@ -681,5 +779,6 @@ class StrongV1StackoBot(StrongStackoBot):
     the arena's reference, so progress is measured against the same opponent."""
 
     name = "strong-v1"
+    gap_model = False
     gift_weight = 0.0
     play_the_score = False

@@ -24,7 +24,6 @@ from stacko.bots.stacko_bots import (
     RoundMemory,
     StrongStackoBot,
     StrongV1StackoBot,
-    TowerModel,
     ideal_slot,
     knowledge,
 )
@@ -190,6 +189,32 @@ def test_memory_knows_what_went_into_the_stack() -> None:
     assert abs(sum(know.draw_prob) - 1.0) < 1e-9
 
 
+def test_memory_knows_when_the_turn_comes_straight_back() -> None:
+    """``alone`` once this seat has played and the opponent has not (the solitaire harness
+    hands the turn straight back); never in a game where both seats play."""
+    game = Stacko(rng=random.Random(5))
+    mine, theirs = RoundMemory(), RoundMemory()
+    assert not mine.alone
+    for _ in range(12):  # three turns each: draw and pass
+        mine.update(game.view(0))
+        theirs.update(game.view(1))
+        game.apply(DRAW if game.phase is Phase.TURN else PASS)
+    mine.update(game.view(0))
+    theirs.update(game.view(1))
+    assert mine.my_turns == 3 and theirs.my_turns == 3
+    assert not mine.alone and not theirs.alone
+    solo = Stacko(rng=random.Random(5))
+    memory = RoundMemory()
+    for _ in range(3):
+        solo._to_move = 0  # what ``solitaire_turns`` does: no opponent turn
+        memory.update(solo.view(0))
+        solo.apply(DRAW)
+        solo.apply(PASS)
+    solo._to_move = 0
+    memory.update(solo.view(0))
+    assert memory.my_turns == 3 and memory.alone
+
+
 def test_strong_finishes_solitaire_faster_than_medium() -> None:
     seeds = [f"t:{k}" for k in range(12)]
     strong = [solitaire_turns(StrongStackoBot(random.Random(k)), s) for k, s in enumerate(seeds)]
@@ -287,7 +312,7 @@ def test_strong_charges_for_the_bricks_the_opponents_tower_wants() -> None:
     bot = StrongStackoBot(random.Random(1))
     opp = (40, None, 30, None, 20, None, 10, None, 5, None)
     view = _midgame_view(opp, (0, 0), 1)
-    bot.model = TowerModel(40, 10)
+    bot._make_model(40, 10)
     gifts = bot._gifts(view)
     assert gifts is not None
     assert gifts[35] > 0 and gifts[25] > 0 and gifts[15] > 0

@@ -1,0 +1,295 @@
+"""A tower's value in turns: how long its gaps take to fill in parallel (issue 19).
+
+The bricks a tower keeps form a strictly decreasing subsequence of its slots (a *keep
+set*); between two kept bricks lies a *gap* of ``k`` slots, to be filled from the ``m``
+bricks whose values lie between them. Every brick that can come arrives at the same rate,
+so the gaps of one keep set fill *at the same time*, each from its own bricks: the tower is
+done when the slowest gap is, and its expected time is that of a maximum, not a sum.
+
+``gap_tables`` solves one gap exactly in continuous time (each of its ``m`` bricks arrives
+at rate 1, so the time unit is the pool's size in turns): a brick of rank ``r`` placed in
+slot ``j`` of the gap splits it into two independent gaps ``(j - 1, r - 1)`` and
+``(k - j, m - r)``, which finish at the later of the two; the player places each brick
+where that is soonest, and accepts only the ranks worth more than waiting for a better
+one. That gives the distribution of the time each ``(k, m)`` takes, ``G[k, m](s)``. A keep
+set's value is then ``total * integral of (1 - prod over its gaps of G(s)) ds`` turns, and
+a tower's the soft minimum of that over its keep sets (``GapModel.values``): the soft
+minimum stands for the freedom to change plans as bricks come.
+
+Measured (bench/README.md, issue 19): the greedy player of this value is 1.0 % over the
+exact optimum at 4 slots / 16 bricks and 1.5 % at 5 / 20, against 1.95 % and 3.10 % for the
+summed gap costs of ``TowerModel``; in the engine's solitaire it finishes in fewer turns.
+
+The tables are data shipped with the package (``gap_tables.npz``, made by
+``python -m stacko.bots.tower_gaps``); nothing is computed at start.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+TABLE_FILE = Path(__file__).with_name("gap_tables.npz")
+MAX_GAP = 12
+"""Slots of the largest gap in the shipped tables: towers up to this many slots."""
+MAX_BRICKS = 60
+"""Bricks between two kept bricks, at most, in the shipped tables."""
+FINE_STEPS = 6000
+"""Steps of the fine time grid the tables are solved on, over ``[0, HORIZON]``."""
+HORIZON = 12.0
+"""In units of the pool's size: the slowest gap (one slot, one brick) waits 1 on average."""
+NODES = 12
+"""Quadrature nodes of the shipped tables (``quadrature``)."""
+FIRST_NODE = 0.001
+LOG_FLOOR = -50.0
+"""``log G`` of a gap that cannot be filled yet (``m < k``): effectively never."""
+
+
+def gap_tables(
+    max_gap: int = MAX_GAP, max_bricks: int = MAX_BRICKS, steps: int = FINE_STEPS
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(s, G)``: the time grid and ``G[k, m, i]``, the chance that a gap of ``k`` slots
+    with ``m`` bricks to fill it from is full by time ``s[i]`` (played as the module says).
+
+    Solved from small gaps up: the time to the first accepted brick is exponential with
+    rate ``|A|`` (the accepted ranks), then both halves run independently."""
+    s = np.linspace(0.0, HORIZON, steps + 1)
+    ds = s[1] - s[0]
+    g = np.zeros((max_gap + 1, max_bricks + 1, steps + 1))
+    g[0] = 1.0
+    for k in range(1, max_gap + 1):
+        for m in range(k, max_bricks + 1):
+            wait = np.full(m, np.inf)
+            after = np.zeros((m, steps + 1))
+            for r in range(1, m + 1):
+                for j in range(max(1, k - m + r), min(k, r) + 1):  # both halves can fill
+                    both = g[j - 1, r - 1] * g[k - j, m - r]
+                    e = float(np.trapezoid(1.0 - both, s))
+                    if e < wait[r - 1]:
+                        wait[r - 1], after[r - 1] = e, both
+            order = np.argsort(wait)
+            best, accept, spent = np.inf, 0, 0.0
+            for n, r in enumerate(order, start=1):
+                spent += wait[r]
+                if (1.0 + spent) / n < best:
+                    best, accept = (1.0 + spent) / n, n
+            x = after[order[:accept]].mean(axis=0)
+            # T = Exp(accept) + X: F' = accept (X - F), exact for X linear on each step.
+            d = np.exp(-accept * ds)
+            c = 1.0 - (1.0 - d) / (accept * ds)
+            f = np.zeros(steps + 1)
+            for i in range(1, steps + 1):
+                f[i] = f[i - 1] * d + (1.0 - d) * x[i - 1] + (x[i] - x[i - 1]) * c
+            g[k, m] = f
+    return s, g
+
+
+def quadrature(nodes: int = NODES) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights for ``integral of (1 - F(s)) ds`` over ``[0, HORIZON]``:
+    trapezoids in ``log s`` from ``FIRST_NODE`` (where ``1 - F`` is still 1), so that a gap
+    done in a fortieth of a unit and one that takes several are both measured to 0.5 %."""
+    u = np.linspace(np.log(FIRST_NODE), np.log(HORIZON), nodes)
+    s = np.exp(u)
+    w = s * (u[1] - u[0])
+    w[0] *= 0.5
+    w[-1] *= 0.5
+    w[0] += FIRST_NODE
+    return s, w
+
+
+def build_tables(nodes: int = NODES) -> dict[str, np.ndarray]:
+    """The shipped data: ``log G`` at the quadrature nodes, and the weights."""
+    s, g = gap_tables()
+    at, w = quadrature(nodes)
+    at_nodes = np.stack([[np.interp(at, s, row) for row in rows] for rows in g])
+    with np.errstate(divide="ignore"):
+        log_g = np.maximum(np.log(at_nodes), LOG_FLOOR)
+    return {"log_g": log_g.astype(np.float32), "weights": w}
+
+
+@lru_cache(maxsize=1)
+def load_tables() -> tuple[np.ndarray, np.ndarray]:
+    """``(log_g, weights)`` from the shipped file (read once per process)."""
+    with np.load(TABLE_FILE) as data:
+        return data["log_g"], data["weights"]
+
+
+def fits(bricks: int, slots: int) -> bool:
+    """Whether the shipped tables cover these options (else ``TowerModel`` plays)."""
+    return slots <= MAX_GAP and bricks <= MAX_BRICKS
+
+
+class GapModel:
+    """Values towers in turns by the parallel fill of their gaps (see the module).
+
+    ``tower_weight`` is the pool weight of a brick of the tower that a keep set does not
+    keep: it leaves for the discard pile when replaced, where its owner can take it back at
+    once (the open brick) and everyone later, so it still counts for the gap it belongs to.
+    Same interface as ``TowerModel.values``."""
+
+    def __init__(
+        self,
+        bricks: int,
+        slots: int,
+        temperature: float = 1.5,
+        tower_weight: float = 1.0,
+        margin: float = 6.0,
+    ) -> None:
+        if not fits(bricks, slots):
+            raise ValueError(f"no gap tables for {slots} slots of {bricks} bricks")
+        self.bricks = bricks
+        self.slots = slots
+        self.temperature = temperature
+        self.tower_weight = tower_weight
+        self.margin = margin
+        self.race: float | None = None
+        """The opponent's expected turns still to finish, to value towers for a race
+        (``_measure``); ``None``: the mean turns (solitaire, or no race in sight)."""
+        log_g, self.weights = load_tables()
+        self.nodes = quadrature(len(self.weights))[0]
+        self.log_g = log_g.astype(np.float64)
+        self.top = self.log_g.shape[1] - 1
+
+    def values(
+        self,
+        towers: np.ndarray,
+        pools: np.ndarray,
+        total: float,
+        keepable: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Expected turns to finish each tower (rows, slot 0 first) with the pool weights
+        in the same row of ``pools`` (indexed by brick value); ``keepable`` as in
+        ``TowerModel.values``. A finished tower is worth a little more than 0 here (its
+        empty keep set too enters the soft minimum): only differences count."""
+        c, n = towers.shape
+        vals = np.empty((c, n + 2), dtype=np.int64)
+        vals[:, 0] = self.bricks + 1  # a virtual floor under slot 0 ...
+        vals[:, 1:-1] = towers
+        vals[:, -1] = 0  # ... and a roof over the top slot
+        weight = pools.astype(float)
+        if self.tower_weight:
+            weight = weight.copy()
+            weight[np.arange(c)[:, None], towers] += self.tower_weight
+        mass = np.cumsum(weight, axis=1)  # mass[v]: weight of the bricks up to v
+        keep = np.ones((c, n + 2), dtype=bool)
+        if keepable is not None:
+            keep[:, 1:-1] = keepable
+        # The gap between every pair of positions i < j that can both be kept, at once.
+        i_idx, j_idx = np.triu_indices(n + 2, 1)
+        hi, lo = vals[:, i_idx], vals[:, j_idx]
+        ok = (hi > lo) & keep[:, i_idx] & keep[:, j_idx]
+        rows, pair = np.nonzero(ok)
+        k = j_idx[pair] - i_idx[pair] - 1
+        m = np.clip(mass[rows, hi[rows, pair] - 1] - mass[rows, lo[rows, pair]], 0.0, self.top)
+        m0 = np.minimum(m.astype(np.int64), self.top - 1)
+        f = (m - m0)[:, None]
+        gaps = self.log_g[k, m0] * (1.0 - f) + self.log_g[k, m0 + 1] * f
+        slot_of = np.full((c, n + 2, n + 2), -1, dtype=np.int64)
+        slot_of[rows, i_idx[pair], j_idx[pair]] = np.arange(len(rows))
+        turns_of = self._measure(total)
+        bound = self._greedy_bound(vals, slot_of, gaps, turns_of) + self.margin
+        # Extend keep sets slot by slot: each chain is (tower, last kept position, sum of
+        # log G of its gaps so far); a chain reaching the roof is a whole keep set. More
+        # gaps only lengthen the wait, so a chain already slower than ``bound`` (a keep
+        # set's time plus ``margin``) is dropped: its keep sets would weigh next to nothing.
+        chain = np.arange(c)
+        last = np.zeros(c, dtype=np.int64)
+        acc = np.zeros((c, self.log_g.shape[2]))
+        done_rows, done_turns = [], []
+        while len(chain):
+            nxt = slot_of[chain, last]  # (chains, n + 2): -1 where the pair is not allowed
+            li, j = np.nonzero(nxt >= 0)
+            row = chain[li]
+            new_acc = acc[li] + gaps[nxt[li, j]]
+            turns = turns_of(new_acc)
+            alive = turns <= bound[row]
+            whole = j == n + 1
+            done_rows.append(row[whole & alive])
+            done_turns.append(turns[whole & alive])
+            go = alive & ~whole
+            chain, last, acc = row[go], j[go], new_acc[go]
+        which = np.concatenate(done_rows)
+        turns = np.concatenate(done_turns)
+        low = np.full(c, np.inf)
+        np.minimum.at(low, which, turns)
+        if self.temperature > 0:
+            soft = np.zeros(c)
+            np.add.at(soft, which, np.exp(-(turns - low[which]) / self.temperature))
+            low = low - self.temperature * np.log(soft)
+        return low
+
+    def _greedy_bound(
+        self,
+        vals: np.ndarray,
+        slot_of: np.ndarray,
+        gaps: np.ndarray,
+        turns_of: Callable[[np.ndarray], np.ndarray],
+    ) -> np.ndarray:
+        """The time of one good keep set per tower, a longest one (the longest decreasing
+        subsequence of the bricks that may be kept): a bound for pruning, and close to the
+        best where keep sets are most numerous, in nearly sorted towers."""
+        c, width = vals.shape
+        rows = np.arange(c)
+        length = np.zeros((c, width), dtype=np.int64)
+        parent = np.zeros((c, width), dtype=np.int64)
+        length[:, 0] = 1
+        for j in range(1, width):
+            can = slot_of[:, :j, j] >= 0  # (c, j): i may precede j in a keep set
+            score = np.where(can, length[:, :j], 0)
+            parent[:, j] = score.argmax(axis=1)
+            length[:, j] = score.max(axis=1) + 1
+        acc = np.zeros((c, self.log_g.shape[2]))
+        at = np.full(c, width - 1)
+        while True:
+            live = at > 0
+            if not live.any():
+                break
+            r = rows[live]
+            before = parent[r, at[live]]
+            acc[r] += gaps[slot_of[r, before, at[live]]]
+            at[live] = before
+        return turns_of(acc)
+
+    def _measure(self, total: float) -> Callable[[np.ndarray], np.ndarray]:
+        """Turns from ``log F`` at the nodes: the mean, or with ``race`` set (the turns the
+        opponent is expected to need still, its finish taken as exponential) the certainty
+        equivalent ``-race log E[exp(-T / race)]``, where ``E[exp(-T / race)]`` is the chance
+        to finish before the opponent: a race favours the plan likelier to be done in time
+        over the one done sooner on average. Both only grow as gaps are added."""
+        if self.race is None:
+            scale = self.weights * total
+
+            def mean(acc: np.ndarray) -> np.ndarray:
+                out: np.ndarray = (1.0 - np.exp(acc)) @ scale
+                return out
+
+            return mean
+        mu = self.race
+        at = self.nodes * total / mu
+        density = self.weights * (total / mu) * np.exp(-at)
+        density = density / density.sum()  # the nodes' share of the exponential's mass
+
+        def certainty(acc: np.ndarray) -> np.ndarray:
+            chance = np.maximum(np.exp(acc) @ density, 1e-300)
+            out: np.ndarray = -mu * np.log(chance)
+            return out
+
+        return certainty
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="Write the gap tables shipped with the bots.")
+    p.add_argument("--out", type=Path, default=TABLE_FILE)
+    args = p.parse_args(argv)
+    tables = build_tables()
+    np.savez_compressed(args.out, log_g=tables["log_g"], weights=tables["weights"])
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
