@@ -257,10 +257,11 @@ def strong_value(
 ) -> Callable[[np.ndarray], np.ndarray]:
     """The strong bot's tower value in this model: every brick outside the tower may come,
     with weight 1 (``TowerModel`` minus the run bonus, as ``StrongStackoBot`` uses it)."""
-    from stacko.bots.stacko_bots import StrongV1StackoBot, TowerModel, _runs
+    from stacko.bots.stacko_bots import TURN_UNITS, StrongV1StackoBot, TowerModel, _runs
 
     model = TowerModel(bricks, slots)
-    bonus = StrongV1StackoBot.run_bonus if run_bonus is None else run_bonus
+    # The bot's bonuses are in turns, TowerModel's units are TURN_UNITS a turn.
+    bonus = StrongV1StackoBot.run_bonus * TURN_UNITS if run_bonus is None else run_bonus
 
     def value(towers: np.ndarray) -> np.ndarray:
         pools = np.ones((len(towers), bricks + 2))

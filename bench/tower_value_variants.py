@@ -1,29 +1,36 @@
-"""Variants of the strong bot's tower value, each against the unchanged one (issue 19).
+"""Variants of the strong bot, each against the unchanged one (issue 19).
 
     python bench/tower_value_variants.py --exact 4 --variant temperature=2 --variant mix=0.3
     nice -n 15 python bench/tower_value_variants.py --towers 1000 --variant retake=5
+    python bench/tower_value_variants.py --towers 1000 --seed 7 --variant gap_temperature=1.25 \
+        --variant alone_discard_weight=1.0 --variant temperature=3    # the last: summed costs
 
-``--exact SLOTS`` (4 or 5): the greedy player of each value in the exact model of
-``bench/exact_solitaire.py`` (independent draws, 4 bricks a slot), in % over the optimum;
-noise-free, 0.5 s a variant at 4 slots, about a minute at 5. ``--towers N``: the engine's
-solitaire (``clients.arena.solitaire_turns``, what ``bench/solitaire.py`` measures) over the
-same N seeded towers for every variant, with the mean paired difference to the first one
-(the unchanged bot) and its 95 % interval.
+``--exact SLOTS`` (4 or 5): the greedy player of each *summed gap cost* variant
+(``TowerModel``, what strong played before the gap model; the first line is its default) in
+the exact model of ``bench/exact_solitaire.py`` (independent draws, 4 bricks a slot), in %
+over the optimum; noise-free, 0.5 s a variant at 4 slots, about a minute at 5 (the gap
+model's: ``bench/exact_solitaire.py --policy gaps``). ``--towers N``: the engine's solitaire
+(``clients.arena.solitaire_turns``, what ``bench/solitaire.py`` measures) over the same N
+seeded towers for every variant, with the mean paired difference to the first one (the
+unchanged strong bot, on the gap model) and its 95 % interval.
 
 A variant is ``name=value,...`` of:
 
 - ``temperature``, ``k_power``, ``m_power``, ``gap_cost``: the shape of ``TowerModel``
-  (``TowerParams``);
+  (``TowerParams``); any of these (or ``mix``, ``retake``) makes the bot play the summed
+  gap costs instead of the gap model;
 - ``mix``: the value becomes ``(1 - mix) * (soft minimum over keep sets of the summed gap
   costs) + mix * (least over keep sets of the largest gap cost)``: gaps fill in parallel
   from the same draws, so the slowest one, not the sum, bounds the time;
 - ``retake``: a placement is worth ``min(V, retake + V after putting the brick it removes
   into another slot next turn)`` (the engine lets a player take its own last discard back:
   a swap in two turns), ``retake`` the cost of that turn in the value's units;
-- ``discard_weight``, ``opponent_weight``: the pool weights of ``StrongStackoBot``.
+- any attribute of ``StrongStackoBot``: ``discard_weight``, ``opponent_weight``, and the
+  gap model's ``gap_temperature``, ``tower_weight``, ``alone_tower_weight``,
+  ``alone_discard_weight``, ``margin``, ``screen``, ``race_turns``...
 
-Nothing here is shipped: the figures (bench/README.md) found no variant better than the
-unchanged value in the engine's solitaire.
+The summed-cost variants found nothing better than the unchanged summed value; the gap
+model (``bots/tower_gaps.py``) replaced it (figures in bench/README.md).
 """
 
 from __future__ import annotations
@@ -43,7 +50,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.exact_solitaire import evaluate_values
-from stacko.bots.stacko_bots import HOPELESS, StrongStackoBot, TowerModel, TowerParams
+from stacko.bots.stacko_bots import (
+    HOPELESS,
+    TURN_UNITS,
+    StrongStackoBot,
+    TowerModel,
+    TowerParams,
+)
 from stacko.clients.arena import solitaire_turns
 
 OPTIMUM = {4: 3.1378, 5: 4.5973}
@@ -106,20 +119,31 @@ def exact_value(slots: int, spec: dict[str, float]) -> Callable[[np.ndarray], np
     return value
 
 
+SUMMED = {f.name for f in fields(TowerParams)} | {"mix", "retake"}
+"""Knobs of the summed gap costs (``TowerModel``): a variant with one plays that model, as
+strong did before the gap model; any other knob is an attribute of ``StrongStackoBot``."""
+
+
 class VariantBot(StrongStackoBot):
-    """The strong bot with a variant's value (``retake``: the swap lookahead)."""
+    """The strong bot with a variant's knobs (``retake``: the swap lookahead)."""
 
     retake: float | None = None
 
     def __init__(self, rng: random.Random, spec: dict[str, float]) -> None:
         super().__init__(rng)
-        self.model = model(40, 10, spec)
         _, _, rest = split(spec)
         self.retake = rest.pop("retake", None)
+        self._summed = model(40, 10, spec) if SUMMED & spec.keys() else None
         for name, v in rest.items():
             if not hasattr(StrongStackoBot, name):
                 raise SystemExit(f"no such knob {name!r}")
-            setattr(self, name, v)
+            setattr(self, name, type(getattr(StrongStackoBot, name))(v))
+
+    def _make_model(self, bricks: int, slots: int) -> None:
+        super()._make_model(bricks, slots)
+        if self._summed is not None:
+            self.model = self.screen_model = self._summed
+            self.unit = TURN_UNITS
 
     def _best_place(
         self,
@@ -172,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             over = 100 * (turns / OPTIMUM[args.exact] - 1)
             print(
-                f"{args.exact}/{4 * args.exact} {spec or 'strong':<40}{turns:8.4f}{over:+7.2f} %"
+                f"{args.exact}/{4 * args.exact} {spec or 'summed':<40}{turns:8.4f}{over:+7.2f} %"
                 f" ({time.monotonic() - start:.1f} s)",
                 flush=True,
             )

@@ -494,7 +494,7 @@ class StrongStackoBot(BaseBot):
     """Pool weight of a brick seen in the opponent's tower: it may be swapped out."""
     gap_model = True
     """Value towers with ``GapModel`` (turns) where its tables reach, else ``TowerModel``."""
-    temperature = 1.5
+    gap_temperature = 1.5
     """Of the gap model's soft minimum over keep sets, in turns."""
     tower_weight = 0.5
     """Pool weight, in the gap model, of a brick of the tower a keep set does not keep: it
@@ -591,7 +591,9 @@ class StrongStackoBot(BaseBot):
         and scaled by ``unit`` (so ``strong-v1``'s are exactly what they always were)."""
         self.screen_model = TowerModel(bricks, slots, self.params)
         if self.gap_model and fits(bricks, slots):
-            self.model = GapModel(bricks, slots, self.temperature, self.tower_weight, self.margin)
+            self.model = GapModel(
+                bricks, slots, self.gap_temperature, self.tower_weight, self.margin
+            )
             self.unit = 1.0
         else:
             self.model = self.screen_model

@@ -120,3 +120,6 @@ def test_the_greedy_player_of_the_gap_model_is_near_the_exact_optimum(
     old = evaluate_values(slots, bricks, strong_value(slots, bricks, run_bonus=0.0), tol=1e-6)
     assert opt < gaps < limit * opt
     assert gaps < old and old == pytest.approx(strong_over * opt, rel=1e-3)
+    # strong-v1's rule keeps its run bonus (0.5 of TowerModel's units): +2.20 %.
+    v1 = evaluate_values(slots, bricks, strong_value(slots, bricks), tol=1e-6)
+    assert v1 == pytest.approx(1.0220 * opt, rel=1e-3)
