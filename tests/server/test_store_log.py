@@ -123,9 +123,13 @@ async def test_the_log_is_compacted_by_itself(make_harness, store_spec, monkeypa
         if rec._compacting is not None and rec._compacting.done():
             break
         await h.server.store.flush()
-    assert rec.compactions >= 1
-    await rec._compacting
+    assert rec.compactions >= 1  # it ran by itself
+    while rec._compacting is not None and not rec._compacting.done():
+        await rec._compacting  # one that ends may start the next (a trigger that came meanwhile)
     await h.server.store.flush()
+    # Which rows the ones that ran left depends on when they began (a game's rows appended
+    # after a compaction's start wait for the next): one more, after every game but g ended.
+    await rec.compact()
     rows = await log_rows(h.server.store)
     assert {r[0] for r in rows} <= {g.room.game_id}
     assert sorted({r[1] for r in rows}) == list(range(1, g.room.seq + 1))  # all of it, once
