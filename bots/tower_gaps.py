@@ -17,7 +17,7 @@ a tower's the soft minimum of that over its keep sets (``GapModel.values``): the
 minimum stands for the freedom to change plans as bricks come.
 
 Measured (bench/README.md, issue 19): the greedy player of this value is 1.0 % over the
-exact optimum at 4 slots / 16 bricks and 1.5 % at 5 / 20, against 1.95 % and 3.10 % for the
+exact optimum at 4 slots / 16 bricks and 1.6 % at 5 / 20, against 1.95 % and 3.10 % for the
 summed gap costs of ``TowerModel``; in the engine's solitaire it finishes in fewer turns.
 
 The tables are data shipped with the package (``gap_tables.npz``, made by
