@@ -269,12 +269,13 @@ class GapModel:
 
             return mean
         mu = self.race
-        at = self.nodes * total / mu
-        density = self.weights * (total / mu) * np.exp(-at)
-        density = density / density.sum()  # the nodes' share of the exponential's mass
+        density = self.weights * (total / mu) * np.exp(-self.nodes * total / mu)
+        beyond = float(np.exp(-HORIZON * total / mu))  # the opponent done later: F is 1 there
+        whole = float(density.sum()) + beyond  # 1 but for the quadrature: a done tower is 0
+        density, beyond = density / whole, beyond / whole
 
         def certainty(acc: np.ndarray) -> np.ndarray:
-            chance = np.maximum(np.exp(acc) @ density, 1e-300)
+            chance = np.maximum(np.exp(acc) @ density + beyond, 1e-300)
             out: np.ndarray = -mu * np.log(chance)
             return out
 

@@ -123,3 +123,35 @@ def test_the_greedy_player_of_the_gap_model_is_near_the_exact_optimum(
     # strong-v1's rule keeps its run bonus (0.5 of TowerModel's units): +2.20 %.
     v1 = evaluate_values(slots, bricks, strong_value(slots, bricks), tol=1e-6)
     assert v1 == pytest.approx(1.0220 * opt, rel=1e-3)
+
+
+def test_the_race_measure_prefers_being_done_in_time_and_tends_to_the_mean() -> None:
+    """``race`` (the opponent's turns to go): ``-race log E[exp(-T / race)]`` is at most
+    the mean (Jensen), and nearer it the farther the opponent is from done."""
+    model = GapModel(40, 10)
+    towers = np.array(
+        [[40, 36, 32, 2, 24, 20, 16, 12, 8, 39], [3, 36, 32, 28, 2, 20, 16, 12, 8, 4]]
+    )
+    pools = _uniform_pool(towers, 40)
+    mean = model.values(towers, pools, 30.0)
+    model.race = 3.0
+    close = model.values(towers, pools, 30.0)
+    model.race = 300.0
+    far = model.values(towers, pools, 30.0)
+    assert np.all(close < far) and np.all(far < mean) and np.allclose(far, mean, atol=0.5)
+
+
+def test_strong_plays_the_gap_model_alone_and_the_summed_costs_against_an_opponent() -> None:
+    import random
+
+    from stacko.bots.stacko_bots import StrongStackoBot, TowerModel
+
+    bot = StrongStackoBot(random.Random(1))
+    bot._make_model(40, 10)
+    bot._pick_model(alone=True)
+    assert isinstance(bot.model, GapModel) and bot.unit == 1.0
+    bot._pick_model(alone=False)
+    assert isinstance(bot.model, TowerModel) and bot.unit == 6.0
+    bot._make_model(200, 20)  # beyond the tables: the summed costs, alone too
+    bot._pick_model(alone=True)
+    assert isinstance(bot.model, TowerModel)
