@@ -601,8 +601,9 @@ class StrongStackoBot(BaseBot):
     def _pick_model(self, alone: bool) -> None:
         """The gap model alone (and against an opponent if ``gap_model_against``), else the
         summed costs: over 2,000 duplicate deals against ``strong-v1`` the gap model scored
-        0.512 +- 0.013 where the summed costs score 0.542 +- 0.011, while alone it finishes
-        in 9.51 turns against 10.00 (bench/README.md, issue 19)."""
+        0.512 +- 0.013 where the summed costs score 0.542 +- 0.011, while alone it finished
+        towers in 9.51 turns against 10.00 (9.58 as shipped, the first turn of a tower on
+        the summed costs; bench/README.md, issue 19)."""
         self.model, self.unit = self.screen_model, TURN_UNITS
         if self.gaps is not None and (alone or self.gap_model_against):
             self.model, self.unit = self.gaps, 1.0
