@@ -198,6 +198,21 @@ async def disk(games: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+async def _alternating_hooks(
+    d: str, mode: str, rng_factory: Any
+) -> tuple[SQLiteStore | None, RoomHooks]:
+    """A round's room hooks: recorded into a SQLite file in ``d`` (``mode`` "on", the
+    loop writer) or not recorded at all ("off")."""
+    store = SQLiteStore(d, writer="loop") if mode == "on" else None
+    clock = FakeClock()
+    if store is not None:
+        await store.open()
+    hooks = RoomHooks(clock=clock, schedule_soon=lambda cb: None, rng_factory=rng_factory,
+                      on_empty=lambda r: None,
+                      recorder=Recorder(store, clock) if store else None)  # fmt: skip
+    return store, hooks
+
+
 async def held(games: int, moves: int, rounds: int) -> dict[str, Any]:
     """Memory per game in progress (tracemalloc, Python's allocations only): ``games`` rooms
     of the scale run's short games, each ``moves`` moves in, with the store on (a SQLite
@@ -214,13 +229,7 @@ async def held(games: int, moves: int, rounds: int) -> dict[str, Any]:
         for mode in ("on", "off") if r % 2 == 0 else ("off", "on"):
             rng = random.Random(7)
             with tempfile.TemporaryDirectory() as d:
-                store = SQLiteStore(d, writer="loop") if mode == "on" else None
-                clock = FakeClock()
-                if store is not None:
-                    await store.open()
-                hooks = RoomHooks(clock=clock, schedule_soon=lambda cb: None,
-                                  rng_factory=system_shuffle, on_empty=lambda r: None,
-                                  recorder=Recorder(store, clock) if store else None)  # fmt: skip
+                store, hooks = await _alternating_hooks(d, mode, system_shuffle)
                 gc.collect()
                 tracemalloc.start()
                 before = tracemalloc.get_traced_memory()[0]
@@ -342,14 +351,9 @@ async def path(
     for r in range(rounds):
         for mode in ("on", "off") if r % 2 == 0 else ("off", "on"):
             with tempfile.TemporaryDirectory() as d:
-                store = SQLiteStore(d, writer="loop") if mode == "on" else None
-                clock = FakeClock()
-                if store is not None:
-                    await store.open()
-                hooks = RoomHooks(clock=clock, schedule_soon=lambda cb: None,
-                                  rng_factory=lambda: random.Random(rng.getrandbits(64)),
-                                  on_empty=lambda r: None,
-                                  recorder=Recorder(store, clock) if store else None)  # fmt: skip
+                store, hooks = await _alternating_hooks(
+                    d, mode, lambda: random.Random(rng.getrandbits(64))
+                )
                 rooms = [_room(hooks, rng, f"P{i:05d}", options) for i in range(games)]
                 for room in rooms:
                     room.start()
