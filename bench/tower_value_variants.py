@@ -52,7 +52,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.exact_solitaire import evaluate_values
 from stacko.bots.stacko_bots import (
     HOPELESS,
-    TURN_UNITS,
     StrongStackoBot,
     TowerModel,
     TowerParams,
@@ -141,9 +140,9 @@ class VariantBot(StrongStackoBot):
 
     def _make_model(self, bricks: int, slots: int) -> None:
         super()._make_model(bricks, slots)
-        if self._summed is not None:
+        if self._summed is not None:  # the summed costs, alone too
             self.model = self.screen_model = self._summed
-            self.unit = TURN_UNITS
+            self.gaps = None
 
     def _best_place(
         self,
