@@ -235,7 +235,6 @@ class RoundMemory:
         self.my_last: tuple[int, int] | None = None
         """(slot, brick removed) of this seat's last take or place this round."""
         self.my_turns = 0
-        self.opp_turns = 0
         self.opponent_moved = False
 
     def reset(self) -> None:
@@ -245,7 +244,6 @@ class RoundMemory:
         self.reshuffles = 0
         self.my_last = None
         self.my_turns = 0
-        self.opp_turns = 0
         self.opponent_moved = False
 
     @property
@@ -277,7 +275,6 @@ class RoundMemory:
                 if event.seat == view.seat:
                     self.my_turns += 1
                 else:
-                    self.opp_turns += 1
                     self.opponent_moved = True
             elif isinstance(event, Drew) and event.seat != view.seat:
                 self.opponent_moved = True
@@ -505,11 +502,6 @@ class StrongStackoBot(BaseBot):
     alone_tower_weight = 1.0
     alone_discard_weight = 0.75
     """Those weights when the turn comes straight back (``RoundMemory.alone``)."""
-    race_turns = 0.0
-    """With the gap model against an opponent: turns a player takes to finish a round (0:
-    value towers by the mean turns, not for a race); the opponent is expected to need this
-    many less its turns so far. Off: 0.536 against 0.527 without, over 300 deals (+-0.034)."""
-    race_floor = 2.0
     margin = 6.0
     """Keep sets slower than a longest one by this many turns are not followed."""
     screen = 2
@@ -608,10 +600,6 @@ class StrongStackoBot(BaseBot):
         if self.gaps is not None and (alone or self.gap_model_against):
             self.model, self.unit = self.gaps, 1.0
             self.gaps.tower_weight = self.alone_tower_weight if alone else self.tower_weight
-            self.gaps.race = None
-            if self.race_turns and not alone:
-                left = self.race_turns - self.memory.opp_turns
-                self.gaps.race = max(self.race_floor, left)
 
     def _gifts(self, view: StackoView) -> np.ndarray | None:
         """Per brick value: the turns the opponent would save with it as the open brick,
@@ -666,11 +654,13 @@ class StrongStackoBot(BaseBot):
         """``_values`` of candidate towers in rows of ``slots`` (one brick in every slot),
         the gap model valuing only the ``screen`` best slots of each row by ``TowerModel``
         (the rest ``inf``): the slow model is spent where the choice lies."""
-        slots = self.screen_model.slots if self.screen_model is not None else 0
-        if self.model is self.screen_model or not self.screen or self.screen >= slots:
+        rough_model = self.screen_model
+        if rough_model is None or self.model is rough_model:
             return self._values(towers, pools, total)
-        assert self.screen_model is not None
-        rough = self.screen_model.values(towers, pools, total).reshape(-1, slots)
+        slots = rough_model.slots
+        if not 0 < self.screen < slots:
+            return self._values(towers, pools, total)
+        rough = rough_model.values(towers, pools, total).reshape(-1, slots)
         best = np.argsort(rough, axis=1, kind="stable")[:, : self.screen]
         pick = (np.arange(len(rough))[:, None] * slots + best).ravel()
         out = np.full(len(towers), np.inf)

@@ -27,7 +27,6 @@ The tables are data shipped with the package (``gap_tables.npz``, made by
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -146,11 +145,7 @@ class GapModel:
         self.temperature = temperature
         self.tower_weight = tower_weight
         self.margin = margin
-        self.race: float | None = None
-        """The opponent's expected turns still to finish, to value towers for a race
-        (``_measure``); ``None``: the mean turns (solitaire, or no race in sight)."""
         log_g, self.weights = load_tables()
-        self.nodes = quadrature(len(self.weights))[0]
         self.log_g = log_g.astype(np.float64)
         self.top = self.log_g.shape[1] - 1
 
@@ -190,8 +185,8 @@ class GapModel:
         gaps = self.log_g[k, m0] * (1.0 - f) + self.log_g[k, m0 + 1] * f
         slot_of = np.full((c, n + 2, n + 2), -1, dtype=np.int64)
         slot_of[rows, i_idx[pair], j_idx[pair]] = np.arange(len(rows))
-        turns_of = self._measure(total)
-        bound = self._greedy_bound(vals, slot_of, gaps, turns_of) + self.margin
+        scale = self.weights * total  # turns from 1 - F at the nodes
+        bound = self._longest_bound(vals, slot_of, gaps, scale) + self.margin
         # Extend keep sets slot by slot: each chain is (tower, last kept position, sum of
         # log G of its gaps so far); a chain reaching the roof is a whole keep set. More
         # gaps only lengthen the wait, so a chain already slower than ``bound`` (a keep
@@ -205,7 +200,7 @@ class GapModel:
             li, j = np.nonzero(nxt >= 0)
             row = chain[li]
             new_acc = acc[li] + gaps[nxt[li, j]]
-            turns = turns_of(new_acc)
+            turns = (1.0 - np.exp(new_acc)) @ scale
             alive = turns <= bound[row]
             whole = j == n + 1
             done_rows.append(row[whole & alive])
@@ -222,12 +217,12 @@ class GapModel:
             low = low - self.temperature * np.log(soft)
         return low
 
-    def _greedy_bound(
+    def _longest_bound(
         self,
         vals: np.ndarray,
         slot_of: np.ndarray,
         gaps: np.ndarray,
-        turns_of: Callable[[np.ndarray], np.ndarray],
+        scale: np.ndarray,
     ) -> np.ndarray:
         """The time of one good keep set per tower, a longest one (the longest decreasing
         subsequence of the bricks that may be kept): a bound for pruning, and close to the
@@ -252,34 +247,8 @@ class GapModel:
             before = parent[r, at[live]]
             acc[r] += gaps[slot_of[r, before, at[live]]]
             at[live] = before
-        return turns_of(acc)
-
-    def _measure(self, total: float) -> Callable[[np.ndarray], np.ndarray]:
-        """Turns from ``log F`` at the nodes: the mean, or with ``race`` set (the turns the
-        opponent is expected to need still, its finish taken as exponential) the certainty
-        equivalent ``-race log E[exp(-T / race)]``, where ``E[exp(-T / race)]`` is the chance
-        to finish before the opponent: a race favours the plan likelier to be done in time
-        over the one done sooner on average. Both only grow as gaps are added."""
-        if self.race is None:
-            scale = self.weights * total
-
-            def mean(acc: np.ndarray) -> np.ndarray:
-                out: np.ndarray = (1.0 - np.exp(acc)) @ scale
-                return out
-
-            return mean
-        mu = self.race
-        density = self.weights * (total / mu) * np.exp(-self.nodes * total / mu)
-        beyond = float(np.exp(-HORIZON * total / mu))  # the opponent done later: F is 1 there
-        whole = float(density.sum()) + beyond  # 1 but for the quadrature: a done tower is 0
-        density, beyond = density / whole, beyond / whole
-
-        def certainty(acc: np.ndarray) -> np.ndarray:
-            chance = np.maximum(np.exp(acc) @ density + beyond, 1e-300)
-            out: np.ndarray = -mu * np.log(chance)
-            return out
-
-        return certainty
+        out: np.ndarray = (1.0 - np.exp(acc)) @ scale
+        return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -125,22 +125,6 @@ def test_the_greedy_player_of_the_gap_model_is_near_the_exact_optimum(
     assert v1 == pytest.approx(1.0220 * opt, rel=1e-3)
 
 
-def test_the_race_measure_prefers_being_done_in_time_and_tends_to_the_mean() -> None:
-    """``race`` (the opponent's turns to go): ``-race log E[exp(-T / race)]`` is at most
-    the mean (Jensen), and nearer it the farther the opponent is from done."""
-    model = GapModel(40, 10)
-    towers = np.array(
-        [[40, 36, 32, 2, 24, 20, 16, 12, 8, 39], [3, 36, 32, 28, 2, 20, 16, 12, 8, 4]]
-    )
-    pools = _uniform_pool(towers, 40)
-    mean = model.values(towers, pools, 30.0)
-    model.race = 3.0
-    close = model.values(towers, pools, 30.0)
-    model.race = 300.0
-    far = model.values(towers, pools, 30.0)
-    assert np.all(close < far) and np.all(far < mean) and np.allclose(far, mean, atol=0.5)
-
-
 def test_strong_plays_the_gap_model_alone_and_the_summed_costs_against_an_opponent() -> None:
     import random
 
