@@ -40,12 +40,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
     ap.add_argument("--out", default="/tmp/stacko-profile.txt")
     ap.add_argument("--top", type=int, default=35)
+    ap.add_argument(
+        "--server-arg",
+        action="append",
+        default=[],
+        help="extra server argument (repeatable), e.g. --server-arg=--database=memory",
+    )
     ap.add_argument("--native", action="store_true", help="py-spy --native (C frames too)")
     args = ap.parse_args(argv)
     pyspy = shutil.which("py-spy")
     if pyspy is None:
         ap.error("py-spy is not installed (pip install py-spy)")
-    proc, url = start_server(loop=None if args.loop == "asyncio" else args.loop)
+    proc, url = start_server(args.server_arg, loop=None if args.loop == "asyncio" else args.loop)
     load = None
     try:
         load = subprocess.Popen(

@@ -51,3 +51,35 @@ async def test_critical_path_times_every_step_and_puts_everything_back() -> None
         wsconn.DirectServerConnection._deliver,
     )
     assert after == before
+
+
+async def test_store_turns_cuts_up_commits_and_puts_everything_back() -> None:
+    from bench import store_turns
+    from stacko.server.store import base
+    from stacko.server.store import sqlite as sqlite_store
+
+    before = (
+        base.Store.submit,
+        base.Store._committed,
+        sqlite_store._transaction,
+        sqlite_store.SQLiteStore._commit_pending,
+    )
+    res = await store_turns.measure(
+        2, 1.5, pace=0.1, warmup=0.3, options='{"turn_cap": 30, "rounds": 1}'
+    )
+    assert res["store"] == "loop"
+    assert res["latency_opponent"]["count"] > 5
+    commits = res["per_commit_us"]
+    assert commits["transaction"]["n"] > 5  # past the set-up's fifth: moves were committed
+    assert commits["changes"]["mean"] >= 1
+    assert res["transactions_us"]["moves"]["n"] > 5
+    statements = res["statements"]
+    assert statements["INSERT INTO event_log"]["rows"] > 5
+    assert statements["BEGIN"]["calls"] == statements["COMMIT"]["calls"]
+    after = (
+        base.Store.submit,
+        base.Store._committed,
+        sqlite_store._transaction,
+        sqlite_store.SQLiteStore._commit_pending,
+    )
+    assert after == before
