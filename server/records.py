@@ -28,6 +28,7 @@ from websockets.http11 import Request, Response
 
 from stacko.engine.games import GAMES
 from stacko.protocol.games import CODECS
+from stacko.protocol.messages import name_problem
 from stacko.server.hub import ROOM_ALPHABET, ROOM_CODE_LENGTH
 from stacko.server.store.base import RESULTS, Filters, Store, decode_cursor, encode_cursor
 from stacko.server.store.recorder import Event, Replay, events_from_rows, is_game_id, options_of
@@ -94,6 +95,9 @@ def parse_filters(query: str) -> Filters:
     player = one.get("player") or None
     if player is not None and len(player) > MAX_NAME:
         raise _bad("bad_filter", f"player names are at most {MAX_NAME} characters")
+    if player is not None and (problem := name_problem(player)) is not None:
+        # no name holds one (so it finds nothing), and PostgreSQL refuses a NUL (a 500)
+        raise _bad("bad_filter", f"no player has such a name: {problem}")
     code = one.get("code") or None
     if code is not None:
         code = code.upper()
@@ -112,7 +116,8 @@ def parse_filters(query: str) -> Filters:
     limit = DEFAULT_LIMIT
     if one.get("limit"):
         text = one["limit"]
-        if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_LIMIT:
+        digits = text.isascii() and text.isdigit() and len(text) <= 6  # int(): <= 4300
+        if not digits or not 1 <= int(text) <= MAX_LIMIT:
             raise _bad("bad_filter", f"limit must be 1..{MAX_LIMIT}, not {text!r}")
         limit = int(text)
     return Filters(game, player, code, result, cursor, limit)
@@ -398,6 +403,8 @@ async def _route(
     row = await store.game(game_id)
     if row is None or row[8] != "finished":  # in progress: as unknown as a missing one
         raise BadRequest(http.HTTPStatus.NOT_FOUND, "unknown_game", f"no finished game {game_id}")
+    if suffix != "/replay" and parts.query:  # it was ignored: ?seat=1 gave the full record
+        raise _bad("bad_filter", "a record takes no query parameters (seat= is for /replay)")
     if suffix is None:
         what, ctype = "json", "application/json"
     elif suffix == ".txt":

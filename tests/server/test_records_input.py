@@ -1,0 +1,49 @@
+"""Hostile and odd input to the record endpoints, found by using them as an attacker would:
+every answer is a coded 400/404, never a 500 with a traceback in the log."""
+
+from __future__ import annotations
+
+import pytest
+from test_store_server import SMALL, finished_ids, get_json, http
+
+from stacko.server.records import BadRequest, parse_filters
+from stacko.server.store import make_store
+
+
+def test_a_limit_of_thousands_of_digits_is_a_bad_filter():
+    """``int()`` refuses more than 4300 digits (ValueError): it was a 500."""
+    with pytest.raises(BadRequest) as e:
+        parse_filters("limit=" + "9" * 5000)
+    assert e.value.code == "bad_filter" and e.value.status == 400
+    assert parse_filters("limit=007").limit == 7
+
+
+@pytest.mark.parametrize("name", ["\x00", "a\x00b", "bob\n", "\u202ebob"])
+def test_a_player_filter_no_name_can_hold_is_a_bad_filter(name):
+    """Names never hold control or format characters (``name_problem``): such a filter
+    finds nothing anywhere, and a NUL made PostgreSQL fail the query (a 500)."""
+    with pytest.raises(BadRequest) as e:
+        parse_filters(f"player={name}")
+    assert e.value.code == "bad_filter"
+
+
+async def test_hostile_queries_over_http_are_coded_errors(make_harness, store_spec):
+    """On each store: a NUL in the player filter failed the PostgreSQL query (a 500), a
+    long limit failed ``int()`` (a 500), and a query on one record (``?seat=1``, which the
+    record does not take) was ignored without a word: the full record came back."""
+    h = await make_harness(store=make_store(*store_spec))
+    g = await h.game(SMALL, names=("alice", "bob"))
+    await g.play_out()
+    await h.server.store.flush()
+    port = h.server.port
+    (gid,) = await finished_ids(h)
+    for query in ("player=a%00b", "player=%0A", "limit=" + "9" * 5000):
+        status, body = await get_json(port, f"/api/games?{query}")
+        assert status == 400 and body["error"]["code"] == "bad_filter", query[:20]
+    status, body = await get_json(port, "/api/games?player=al%C3%A9")
+    assert status == 200 and body["games"] == []
+    for path in (f"/api/games/{gid}?seat=1", f"/api/games/{gid}.txt?x=1"):
+        status, body = await get_json(port, path)
+        assert status == 400 and body["error"]["code"] == "bad_filter", path
+    status, _, _ = await http(port, f"/api/games/{gid}.txt?")
+    assert status == 200
