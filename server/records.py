@@ -169,6 +169,12 @@ def _position_stakko(state: Any) -> str:
 POSITION = {"stacko": _position_stacko, "stakko": _position_stakko}
 
 
+def _tag(value: str) -> str:
+    """A tag's value between its quotes: a name may hold ``"`` and ``\\``, which would
+    otherwise end the tag early and let a name forge others (``a"] [Seat1 "b``)."""
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
 class GameReplay:
     """A finished game's record, replayed once, for the JSON, text and replay answers."""
 
@@ -259,7 +265,7 @@ class GameReplay:
             lines.append(f'[Variant "{info["variant"]}"]')
         for p in info["players"]:
             bot = f" (bot {p['bot']})" if p["bot"] else ""
-            lines.append(f'[Seat{p["seat"]} "{p["name"]}{bot}"]')
+            lines.append(f'[Seat{p["seat"]} "{_tag(p["name"] + bot)}"]')
         lines.append(f"[Options {orjson.dumps(self.options_wire).decode()}]")
         lines.append(f'[Started "{info["started_at"]}"]')
         lines.append(f'[Ended "{info["ended_at"]}"]')

@@ -3,6 +3,8 @@ every answer is a coded 400/404, never a 500 with a traceback in the log."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from test_store_server import SMALL, finished_ids, get_json, http
 
@@ -47,3 +49,28 @@ async def test_hostile_queries_over_http_are_coded_errors(make_harness, store_sp
         assert status == 400 and body["error"]["code"] == "bad_filter", path
     status, _, _ = await http(port, f"/api/games/{gid}.txt?")
     assert status == 200
+
+
+TAG = re.compile(r'^\[(\w+) "((?:[^"\\]|\\["\\])*)"\]$')
+
+
+async def test_names_with_quotes_cannot_forge_tags_of_the_text_notation(make_harness, tmp_path):
+    """A name may hold ``"``, ``]`` and ``\\``: written as they were, ``[Seat0 "a"] [Seat1
+    "x"]`` read as other tags than the server wrote. Tag values escape them (docs/notation.md)."""
+    h = await make_harness(store=make_store("sqlite", str(tmp_path / "data")))
+    names = ('Zoë "x"] [Seat1 "me', "back\\slash")
+    g = await h.game(SMALL, names=names)
+    await g.play_out()
+    await h.server.store.flush()
+    (gid,) = await finished_ids(h)
+    status, _, body = await http(h.server.port, f"/api/games/{gid}.txt")
+    assert status == 200
+    header = body.decode().split("\n\n", 1)[0].splitlines()
+    tags = {}
+    for line in header:
+        if line.startswith("[Options "):
+            continue
+        m = TAG.match(line)
+        assert m is not None, line
+        tags[m[1]] = re.sub(r"\\(.)", r"\1", m[2])
+    assert (tags["Seat0"], tags["Seat1"]) == names
