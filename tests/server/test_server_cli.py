@@ -206,3 +206,20 @@ def test_a_full_disk_stops_the_server_loudly(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_retain_days_that_no_cutoff_can_hold_are_refused(capsys):
+    """``--retain-days inf`` or ``1e12`` made a cutoff that is no integer (OverflowError) or
+    does not fit a 64-bit column, and ``nan`` none at all: the retention task died at its
+    first run, or never ran, without a word, and old games were kept forever."""
+    import pytest
+
+    from stacko.server.config import MAX_RETAIN_DAYS, parse_args
+
+    for bad in ("nan", "inf", "1e12", str(MAX_RETAIN_DAYS + 1)):
+        with pytest.raises(SystemExit) as e:
+            parse_args(["--retain-days", bad])
+        assert e.value.code == 2
+        assert "--retain-days must be" in capsys.readouterr().err, bad
+    assert parse_args(["--retain-days", str(MAX_RETAIN_DAYS)]).retain_days == MAX_RETAIN_DAYS
+    assert parse_args(["--retain-days", "0.5"]).retain_days == 0.5
