@@ -938,15 +938,17 @@ def replay_lines(record: Frame, *, ascii: bool = False) -> list[str]:
     options = ", ".join(f"{k}={v}" for k, v in (record.get("options") or {}).items())
     head = f"game {record.get('id')}: {str(record.get('game')).capitalize()}"
     out = [f"{head}, {' vs '.join(players)}" + (f"; {options}" if options else "")]
-    steps = record.get("steps", [])
-    for step in steps:
+    # Drawn as a spectator's (``seat`` None) though everything is shown: the reader is
+    # neither player (seat 0's view said "you", "your turn: ... (t SLOT)", "you lost").
+    views = [{**step["view"], "seat": None} for step in record.get("steps", [])]
+    for step, view in zip(record.get("steps", []), views, strict=True):
         who = "" if step.get("seat") is None else f" ({player_name(step['seat'], None, names)})"
         out.append(
             f"-- ply {step.get('ply')}{who}: {step.get('text') or 'the deal'}\n"
-            + render_view(step["view"], text=step.get("text") or "", ascii=ascii, names=names)
+            + render_view(view, text=step.get("text") or "", ascii=ascii, names=names)
         )
-    if steps and steps[-1]["view"].get("outcome") is not None:
-        out.append(f"result: {describe_result(steps[-1]['view'], names)}")
+    if views and views[-1].get("outcome") is not None:
+        out.append(f"result: {describe_result(views[-1], names)}")
     elif record.get("result"):
         out.append(f"result: {record['result']}")
     return out

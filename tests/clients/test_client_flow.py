@@ -472,6 +472,12 @@ async def test_replay_prints_a_finished_game_move_by_move(
         assert int(steps[-1]) == live_plies[-1]  # the game the client played, to its end
         for s in record["steps"][1:]:
             assert f"last: {s['text']}" in text
+        # read by someone who is neither player: it was drawn as seat 0 saw it ("you (seat
+        # 0)", "your turn: take ... (t SLOT)", "you drew 7", "result: you lost")
+        for line in text.splitlines():
+            if not line.startswith(("* = ", "W white")):  # the legends
+                assert not re.search(r"\byour?\b", line), line
+        assert "ann (seat 0)" in text or "ann, seat 0" in text
         if game == "stacko":  # every brick shown: no "?" in any tower row
             assert record["steps"][0]["view"]["towers"][1].count(None) == 0
             assert not re.search(r"^ +\d+  .*\?", text, re.M)
