@@ -3,6 +3,7 @@ every answer is a coded 400/404, never a 500 with a traceback in the log."""
 
 from __future__ import annotations
 
+import base64
 import re
 
 import pytest
@@ -10,6 +11,7 @@ from test_store_server import SMALL, finished_ids, get_json, http
 
 from stacko.server.records import BadRequest, parse_filters
 from stacko.server.store import make_store
+from stacko.server.store.base import encode_cursor
 
 
 def test_a_limit_of_thousands_of_digits_is_a_bad_filter():
@@ -42,6 +44,19 @@ async def test_hostile_queries_over_http_are_coded_errors(make_harness, store_sp
     for query in ("player=a%00b", "player=%0A", "limit=" + "9" * 5000):
         status, body = await get_json(port, f"/api/games?{query}")
         assert status == 400 and body["error"]["code"] == "bad_filter", query[:20]
+    # forged cursors: a NUL in the id failed the PostgreSQL query (a 500)
+    for raw in (
+        b"1:\x00",
+        b"1:zz",
+        b"1:" + b"f" * 17,
+        b"-1:" + gid.encode(),
+        b"1:" + gid.encode() + b":",
+    ):
+        cursor = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        status, body = await get_json(port, f"/api/games?cursor={cursor}")
+        assert status == 400 and body["error"]["code"] == "bad_cursor", raw
+    status, body = await get_json(port, f"/api/games?cursor={encode_cursor(1 << 48, gid)}")
+    assert status == 200 and [g["id"] for g in body["games"]] == [gid]
     status, body = await get_json(port, "/api/games?player=al%C3%A9")
     assert status == 200 and body["games"] == []
     for path in (f"/api/games/{gid}?seat=1", f"/api/games/{gid}.txt?x=1"):
