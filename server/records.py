@@ -377,10 +377,20 @@ def _body(ws: ServerConnection, body: bytes, content_type: str) -> Response:
 async def handle(
     store: Store | None, ws: ServerConnection, request: Request, cache: RecordCache | None = None
 ) -> Response:
+    method = getattr(request, "method", "GET")
     try:
-        return await _route(store, ws, request, _default_cache if cache is None else cache)
+        if method not in ("GET", "HEAD"):  # a DELETE answered 200 with the record it kept
+            raise BadRequest(
+                http.HTTPStatus.METHOD_NOT_ALLOWED, "use_get", f"{PREFIX} takes GET, not {method}"
+            )
+        response = await _route(store, ws, request, _default_cache if cache is None else cache)
     except BadRequest as e:
-        return _error(ws, e)
+        response = _error(ws, e)
+    if response.status_code == http.HTTPStatus.METHOD_NOT_ALLOWED:
+        response.headers["Allow"] = "GET, HEAD"
+    if method == "HEAD":  # the headers of the GET (Content-Length too), no body
+        response.body = b""
+    return response
 
 
 async def _route(

@@ -3,6 +3,7 @@ every answer is a coded 400/404, never a 500 with a traceback in the log."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
 
@@ -89,3 +90,35 @@ async def test_names_with_quotes_cannot_forge_tags_of_the_text_notation(make_har
         assert m is not None, line
         tags[m[1]] = re.sub(r"\\(.)", r"\1", m[2])
     assert (tags["Seat0"], tags["Seat1"]) == names
+
+
+async def raw(port: int, request: str) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request.encode())
+    await writer.drain()
+    data = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    return data
+
+
+async def test_records_answer_get_and_head_only(make_harness, tmp_path):
+    """Any method was answered as a GET: ``DELETE /api/games/{id}`` said 200 (with the record
+    it kept), and a HEAD got the whole body after its headers."""
+    h = await make_harness(store=make_store("sqlite", str(tmp_path / "data")))
+    g = await h.game(SMALL, names=("alice", "bob"))
+    await g.play_out()
+    await h.server.store.flush()
+    (gid,) = await finished_ids(h)
+    port = h.server.port
+    for method in ("DELETE", "POST", "PUT"):
+        for path in (f"/api/games/{gid}", "/api/games"):
+            data = await raw(port, f"{method} {path} HTTP/1.1\r\nHost: x\r\n\r\n")
+            head, _, body = data.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 405 "), (method, path, head[:40])
+            assert b"\r\nAllow: GET, HEAD" in head and b'"use_get"' in body
+    get = await raw(port, f"GET /api/games/{gid}.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+    head = await raw(port, f"HEAD /api/games/{gid}.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+    get_head, _, get_body = get.partition(b"\r\n\r\n")
+    assert get_body and head.endswith(b"\r\n\r\n") and head.count(b"\r\n\r\n") == 1
+    length = f"Content-Length: {len(get_body)}".encode()
+    assert length in get_head and length in head
