@@ -130,7 +130,7 @@ async def test_memory_only_server_closes_with_1001_and_keeps_no_records(tmp_path
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "stacko.server", "--port", "0", "--database", "memory",
         "--data-dir", str(tmp_path / "unused"), cwd=ROOT, env=_env(),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
         assert proc.stdout is not None
@@ -145,6 +145,11 @@ async def test_memory_only_server_closes_with_1001_and_keeps_no_records(tmp_path
         assert await c.closed(10) == (1001, "server shutting down")
         assert await asyncio.wait_for(proc.wait(), 10) == 0
         assert not (tmp_path / "unused").exists()
+        # said at start (it said nothing: STACKO_DATABASE=memory left in an environment ran
+        # a server that loses every game at its next restart without a word)
+        assert proc.stderr is not None
+        log = (await proc.stderr.read()).decode()
+        assert "WARNING stacko.store: store: none (--database memory)" in log, log
     finally:
         if proc.returncode is None:
             proc.kill()
