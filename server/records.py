@@ -124,12 +124,14 @@ def parse_filters(query: str) -> Filters:
 
 
 def summary(row: tuple[Any, ...]) -> dict[str, Any]:
-    (gid, code, game, variant, _options, _rules, _public, players, _status, result,
+    (gid, code, game, variant, _options, _rules, public, players, _status, result,
      started, ended, plies, _last) = row  # fmt: skip
     return {
         "id": gid,
         "game": game,
-        "code": code,
+        # a private room is found only by its code: served, it let anyone watch the room's
+        # next game (a quick match, a challenge); whoever knows it can still filter on it
+        "code": code if public else None,
         "variant": variant,
         "players": orjson.loads(players),
         "result": orjson.loads(result) if result is not None else None,
@@ -259,7 +261,7 @@ class GameReplay:
         lines = [
             f'[Game "{info["game"]}"]',
             f'[Id "{info["id"]}"]',
-            f'[Room "{info["code"]}"]',
+            f'[Room "{info["code"] or "private"}"]',
         ]
         if info["variant"] is not None:
             lines.append(f'[Variant "{info["variant"]}"]')

@@ -122,3 +122,30 @@ async def test_records_answer_get_and_head_only(make_harness, tmp_path):
     assert get_body and head.endswith(b"\r\n\r\n") and head.count(b"\r\n\r\n") == 1
     length = f"Content-Length: {len(get_body)}".encode()
     assert length in get_head and length in head
+
+
+async def test_records_do_not_give_away_the_code_of_a_private_room(make_harness, store_spec):
+    """A private room is found only by its code (PROTOCOL.md: "the code is the secret"), but
+    ``GET /api/games`` listed its finished games with the code, so anyone could watch the
+    room's next game: a quick match, a challenge, a room made private. Its records now carry
+    no code (``[Room "private"]`` in the text); the ``code`` filter still finds them for
+    whoever knows it."""
+    h = await make_harness(store=make_store(*store_spec))
+    g = await h.game(SMALL, names=("alice", "bob"), public=False)
+    await g.play_out()
+    await h.server.store.flush()
+    port = h.server.port
+    (gid,) = await finished_ids(h)
+    for query in ("", "?player=alice"):
+        status, listing = await get_json(port, f"/api/games{query}")
+        assert status == 200 and [x["id"] for x in listing["games"]] == [gid]
+        assert listing["games"][0]["code"] is None
+    status, listing = await get_json(port, f"/api/games?code={g.code}")
+    assert [x["id"] for x in listing["games"]] == [gid]
+    status, record = await get_json(port, f"/api/games/{gid}")
+    assert status == 200 and record["code"] is None and record["public"] is False
+    for suffix in ("", ".txt", "/replay?seat=all"):
+        _, _, body = await http(port, f"/api/games/{gid}{suffix}")
+        assert g.code.encode() not in body, suffix
+    _, _, text = await http(port, f"/api/games/{gid}.txt")
+    assert '[Room "private"]' in text.decode()
