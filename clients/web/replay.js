@@ -101,6 +101,7 @@ function describeStep(step) {
     .map((e) => renderer.describe?.(e, ctx))
     .filter(Boolean);
   const text = parts.length ? parts.join("; ") : step.text ?? "";
+  if (ctx.names.some((name) => text.startsWith(name))) return text; // as its player wrote it
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 

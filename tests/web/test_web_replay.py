@@ -285,3 +285,16 @@ def test_a_built_in_bot_is_named_once(server, new_player) -> None:
     assert page.inner_text("#replay-title") == "Ann vs random (bot)"
     assert "(bot) (bot)" not in page.inner_text("body")
     assert viewer.errors == []
+
+
+def test_a_name_is_shown_as_its_player_wrote_it(server, new_player) -> None:
+    """Step texts that start with a name had their first letter raised ("Ok moved ...")."""
+    game = play(server.http_url, "stakko", {"ply_cap": 6}, seed=2, names=("ann", "bob"))
+    viewer = new_player("Viewer")
+    page = viewer.page
+    page.goto(f"{server.http_url}games/{game.game_id}")
+    page.wait_for_selector("#replay-body:not([hidden])")
+    moves = page.eval_on_selector_all("#move-list li", "els => els.map(e => e.textContent)")
+    assert any("ann moved" in m for m in moves) and not any("Ann" in m for m in moves), moves
+    slide(page, 1)
+    assert page.inner_text("#step-text").startswith("ann moved")
