@@ -505,6 +505,12 @@ class Player:
             return
         self.client = client
         welcome = client.welcome or {}
+        if not welcome.get("resumed") and self.room is None and self.args.quick_match:
+            # A restart keeps no session without a seat (queues start empty): only queued,
+            # this client lost nothing, and its new session queues again.
+            self.note("reconnected with a new session (the server forgot the old one)")
+            await self._queue()
+            return
         if not welcome.get("resumed"):
             await client.close()
             self.finish(2, "error: reconnected, but the server no longer knows this session")
