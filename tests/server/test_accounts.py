@@ -311,6 +311,8 @@ async def test_a_rated_game_updates_both_ratings_with_its_result(make_harness, s
     assert [p[1] for p in prof["history"]["stacko"]] == [1500, round(mua)]  # before, after
     status, body = await http(h.server.port, "/api/players/nobody-here")
     assert status == 404 and body["error"]["code"] == "unknown_player"
+    status, body = await http(h.server.port, "/api/players/a%00b")  # was a 500 on PostgreSQL
+    assert status == 404 and body["error"]["code"] == "unknown_player"
 
 
 async def test_resigning_a_rated_game_is_a_loss_and_ratings_survive_a_restart(
