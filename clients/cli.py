@@ -505,6 +505,12 @@ class Player:
             return
         self.client = client
         welcome = client.welcome or {}
+        if not welcome.get("resumed") and self.room is None and self.args.quick_match:
+            # A restart keeps no session without a seat (queues start empty): only queued,
+            # this client lost nothing, and its new session queues again.
+            self.note("reconnected with a new session (the server forgot the old one)")
+            await self._queue()
+            return
         if not welcome.get("resumed"):
             await client.close()
             self.finish(2, "error: reconnected, but the server no longer knows this session")
@@ -938,15 +944,17 @@ def replay_lines(record: Frame, *, ascii: bool = False) -> list[str]:
     options = ", ".join(f"{k}={v}" for k, v in (record.get("options") or {}).items())
     head = f"game {record.get('id')}: {str(record.get('game')).capitalize()}"
     out = [f"{head}, {' vs '.join(players)}" + (f"; {options}" if options else "")]
-    steps = record.get("steps", [])
-    for step in steps:
+    # Drawn as a spectator's (``seat`` None) though everything is shown: the reader is
+    # neither player (seat 0's view said "you", "your turn: ... (t SLOT)", "you lost").
+    views = [{**step["view"], "seat": None} for step in record.get("steps", [])]
+    for step, view in zip(record.get("steps", []), views, strict=True):
         who = "" if step.get("seat") is None else f" ({player_name(step['seat'], None, names)})"
         out.append(
             f"-- ply {step.get('ply')}{who}: {step.get('text') or 'the deal'}\n"
-            + render_view(step["view"], text=step.get("text") or "", ascii=ascii, names=names)
+            + render_view(view, text=step.get("text") or "", ascii=ascii, names=names)
         )
-    if steps and steps[-1]["view"].get("outcome") is not None:
-        out.append(f"result: {describe_result(steps[-1]['view'], names)}")
+    if views and views[-1].get("outcome") is not None:
+        out.append(f"result: {describe_result(views[-1], names)}")
     elif record.get("result"):
         out.append(f"result: {record['result']}")
     return out

@@ -180,8 +180,9 @@ def render_view(
         f"open brick {discard[-1] if discard else '-'} {dot} draw stack {view['stack']}"
         f" {dot} discard (bottom to top) {' '.join(map(str, discard)) or '-'}"
     )
-    if view["drawn"] is not None:
-        lines.append(f"you drew {view['drawn']}")
+    if view["drawn"] is not None:  # a player's own, or in a replay (everything shown) the mover's
+        who = player_name(view["to_move"], view["seat"], names)
+        lines.append(f"{who} drew {view['drawn']}")
     turn = _turn_line(view, names)
     if clock and view["phase"] != "over":
         turn += f" {dot} {clock}"

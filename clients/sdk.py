@@ -785,9 +785,12 @@ class BotRunner:
         welcome = client.welcome
         assert welcome is not None
         held = set(welcome["rooms"])
-        if not welcome["resumed"]:
+        seated = any(not room.done.done() for room in self._rooms.values())
+        if not welcome["resumed"] and seated:
             await _quietly_close(client)
             raise ConnectionLost("the server did not resume the session: its seats are gone")
+        # (not resumed, no seat: a restart keeps no session without a seat and starts with
+        # empty queues; nothing is lost, and a queued runner's new session queues again below)
         self.client, self.welcome = client, welcome
         self.reconnects += 1
         for room in list(self._rooms.values()):

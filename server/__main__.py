@@ -39,6 +39,10 @@ async def _retention(server: Server, days: float) -> None:
 
 async def run(config: ServerConfig) -> int:
     store = make_store(config.database, config.data_dir, config.sync)
+    if store is None:  # as loud as the other stores' "store: ..." line, and louder
+        logging.getLogger("stacko.store").warning(
+            "store: none (--database memory): no game survives a restart, no records are kept"
+        )
     server = Server(config, store=store)
     try:
         await server.start()

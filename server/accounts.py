@@ -301,8 +301,8 @@ class Accounts:
 
     async def find(self, name: str) -> tuple[Any, ...] | None:
         """``(id, name, kind, created_ms, revoked_ms)`` of the account named ``name``."""
-        if len(name) > 4 * NAME_MAX:
-            return None
+        if len(name) > 4 * NAME_MAX or name_problem(name, builtin=True) is not None:
+            return None  # no account has such a name (and PostgreSQL refuses a NUL: a 500)
         rows = await self.store.fetch(
             "SELECT id, name, kind, created_ms, revoked_ms FROM accounts WHERE normalized = ?",
             (normalize(name),),

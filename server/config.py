@@ -9,6 +9,9 @@ from dataclasses import dataclass, fields
 
 from stacko.server.forwarded import TrustedProxies
 
+MAX_RETAIN_DAYS = 100_000
+"""About 270 years: its cutoff, in Unix milliseconds, still fits the 64-bit ``ended_ms``."""
+
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
@@ -175,7 +178,8 @@ _HELP = {
     "registrations_per_hour": "accounts one IP address (IPv6: one /64) may register per hour",
     "rated_pair_per_day": "rated games between the same two accounts per 24 h (then unrated)",
     "challenge_timeout_s": "seconds a challenged account has to accept or decline",
-    "retain_days": "delete finished games older than this many days (0: keep them forever)",
+    "retain_days": "delete finished games older than this many days (0: keep them forever; at "
+    "most 100000)",
     "record_cache_bytes": "bytes of built /api/games/{id} answers (records, texts, replays) "
     "kept in memory, least recently used dropped first; 0: none kept",
     "redis_url": "redis://HOST:PORT/0 to run as one node of a cluster sharing that Redis "
@@ -237,6 +241,6 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         TrustedProxies(ns.forwarded_allow_ips)
     except ValueError as exc:
         parser.error(f"--forwarded-allow-ips: {exc}")
-    if ns.retain_days < 0:
-        parser.error("--retain-days must be 0 (keep forever) or more")
+    if not 0 <= ns.retain_days <= MAX_RETAIN_DAYS:  # also nan, which compares false
+        parser.error(f"--retain-days must be 0 (keep forever) to {MAX_RETAIN_DAYS}")
     return ServerConfig(**{f.name: getattr(ns, f.name) for f in fields(ServerConfig)})

@@ -28,6 +28,7 @@ from websockets.http11 import Request, Response
 
 from stacko.engine.games import GAMES
 from stacko.protocol.games import CODECS
+from stacko.protocol.messages import name_problem
 from stacko.server.hub import ROOM_ALPHABET, ROOM_CODE_LENGTH
 from stacko.server.store.base import RESULTS, Filters, Store, decode_cursor, encode_cursor
 from stacko.server.store.recorder import Event, Replay, events_from_rows, is_game_id, options_of
@@ -94,6 +95,9 @@ def parse_filters(query: str) -> Filters:
     player = one.get("player") or None
     if player is not None and len(player) > MAX_NAME:
         raise _bad("bad_filter", f"player names are at most {MAX_NAME} characters")
+    if player is not None and (problem := name_problem(player)) is not None:
+        # no name holds one (so it finds nothing), and PostgreSQL refuses a NUL (a 500)
+        raise _bad("bad_filter", f"no player has such a name: {problem}")
     code = one.get("code") or None
     if code is not None:
         code = code.upper()
@@ -112,19 +116,22 @@ def parse_filters(query: str) -> Filters:
     limit = DEFAULT_LIMIT
     if one.get("limit"):
         text = one["limit"]
-        if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_LIMIT:
+        digits = text.isascii() and text.isdigit() and len(text) <= 6  # int(): <= 4300
+        if not digits or not 1 <= int(text) <= MAX_LIMIT:
             raise _bad("bad_filter", f"limit must be 1..{MAX_LIMIT}, not {text!r}")
         limit = int(text)
     return Filters(game, player, code, result, cursor, limit)
 
 
 def summary(row: tuple[Any, ...]) -> dict[str, Any]:
-    (gid, code, game, variant, _options, _rules, _public, players, _status, result,
+    (gid, code, game, variant, _options, _rules, public, players, _status, result,
      started, ended, plies, _last) = row  # fmt: skip
     return {
         "id": gid,
         "game": game,
-        "code": code,
+        # a private room is found only by its code: served, it let anyone watch the room's
+        # next game (a quick match, a challenge); whoever knows it can still filter on it
+        "code": code if public else None,
         "variant": variant,
         "players": orjson.loads(players),
         "result": orjson.loads(result) if result is not None else None,
@@ -162,6 +169,12 @@ def _position_stakko(state: Any) -> str:
 
 
 POSITION = {"stacko": _position_stacko, "stakko": _position_stakko}
+
+
+def _tag(value: str) -> str:
+    """A tag's value between its quotes: a name may hold ``"`` and ``\\``, which would
+    otherwise end the tag early and let a name forge others (``a"] [Seat1 "b``)."""
+    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 class GameReplay:
@@ -248,13 +261,13 @@ class GameReplay:
         lines = [
             f'[Game "{info["game"]}"]',
             f'[Id "{info["id"]}"]',
-            f'[Room "{info["code"]}"]',
+            f'[Room "{info["code"] or "private"}"]',
         ]
         if info["variant"] is not None:
             lines.append(f'[Variant "{info["variant"]}"]')
         for p in info["players"]:
             bot = f" (bot {p['bot']})" if p["bot"] else ""
-            lines.append(f'[Seat{p["seat"]} "{p["name"]}{bot}"]')
+            lines.append(f'[Seat{p["seat"]} "{_tag(p["name"] + bot)}"]')
         lines.append(f"[Options {orjson.dumps(self.options_wire).decode()}]")
         lines.append(f'[Started "{info["started_at"]}"]')
         lines.append(f'[Ended "{info["ended_at"]}"]')
@@ -366,10 +379,20 @@ def _body(ws: ServerConnection, body: bytes, content_type: str) -> Response:
 async def handle(
     store: Store | None, ws: ServerConnection, request: Request, cache: RecordCache | None = None
 ) -> Response:
+    method = getattr(request, "method", "GET")
     try:
-        return await _route(store, ws, request, _default_cache if cache is None else cache)
+        if method not in ("GET", "HEAD"):  # a DELETE answered 200 with the record it kept
+            raise BadRequest(
+                http.HTTPStatus.METHOD_NOT_ALLOWED, "use_get", f"{PREFIX} takes GET, not {method}"
+            )
+        response = await _route(store, ws, request, _default_cache if cache is None else cache)
     except BadRequest as e:
-        return _error(ws, e)
+        response = _error(ws, e)
+    if response.status_code == http.HTTPStatus.METHOD_NOT_ALLOWED:
+        response.headers["Allow"] = "GET, HEAD"
+    if method == "HEAD":  # the headers of the GET (Content-Length too), no body
+        response.body = b""
+    return response
 
 
 async def _route(
@@ -398,6 +421,8 @@ async def _route(
     row = await store.game(game_id)
     if row is None or row[8] != "finished":  # in progress: as unknown as a missing one
         raise BadRequest(http.HTTPStatus.NOT_FOUND, "unknown_game", f"no finished game {game_id}")
+    if suffix != "/replay" and parts.query:  # it was ignored: ?seat=1 gave the full record
+        raise _bad("bad_filter", "a record takes no query parameters (seat= is for /replay)")
     if suffix is None:
         what, ctype = "json", "application/json"
     elif suffix == ".txt":

@@ -316,7 +316,7 @@ function noteEvents(room, f) {
     const last = room.moves[room.moves.length - 1];
     // A draw and its place or pass are one turn: one line.
     if (last && last.kind === "drew" && last.seat === e.seat && (e.kind === "placed" || e.kind === "passed")) room.moves.pop();
-    room.moves.push({ ply: f.view.ply, seat: e.seat ?? null, kind: e.kind, text: capitalize(text) });
+    room.moves.push({ ply: f.view.ply, seat: e.seat ?? null, kind: e.kind, text: capitalize(text, ctx.names) });
     if (e.kind === "round_ended" && !f.view.outcome) {
       room.roundEnd = { result: e, ply: f.view.ply };
       clearTimeout(room.roundEndTimer);
@@ -334,7 +334,10 @@ function continueRound(room) {
   render();
 }
 
-function capitalize(text) {
+/** The first letter up ("round 1 over" -> "Round 1 over"), unless the text starts with a
+ * player's name: that is shown as its player wrote it ("ann took ...", not "Ann took ..."). */
+function capitalize(text, names = []) {
+  if (names.some((name) => name && text.startsWith(name))) return text;
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
@@ -802,7 +805,7 @@ function renderRoom() {
   }
   tickClock();
   const said = room.said || room.note || "";
-  $("#event-text").textContent = capitalize(said);
+  $("#event-text").textContent = capitalize(said, namesOf(room));
   const err = $("#room-error");
   if (!err.classList.contains("hint")) {
     err.textContent = room.error ?? "";

@@ -69,7 +69,8 @@ function fail(text) {
 function names() {
   const out = ["Seat 0", "Seat 1"];
   for (const p of page.record?.players ?? []) {
-    if (p.name) out[p.seat] = p.bot ? `${p.name} (bot)` : p.name;
+    // the server names a built-in bot "LEVEL (bot)" already (and the lobby shows it so)
+    if (p.name) out[p.seat] = p.bot && !p.name.endsWith("(bot)") ? `${p.name} (bot)` : p.name;
   }
   return out;
 }
@@ -100,6 +101,7 @@ function describeStep(step) {
     .map((e) => renderer.describe?.(e, ctx))
     .filter(Boolean);
   const text = parts.length ? parts.join("; ") : step.text ?? "";
+  if (ctx.names.some((name) => text.startsWith(name))) return text; // as its player wrote it
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 

@@ -182,8 +182,10 @@ def decode_cursor(text: str) -> tuple[int, str]:
         raise ValueError("bad cursor")
     raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
     ms, _, game_id = raw.partition(":")
-    if not (ms.isascii() and ms.isdigit()) or len(ms) > 15 or not game_id or len(game_id) > 40:
+    if not (ms.isascii() and ms.isdigit()) or len(ms) > 15:
         raise ValueError("bad cursor")
+    if len(game_id) != 16 or game_id.strip("0123456789abcdef"):  # a game id; a NUL failed
+        raise ValueError("bad cursor")  # the PostgreSQL query (a 500)
     return int(ms), game_id
 
 

@@ -43,7 +43,10 @@ def to_dollar(sql: str) -> str:
 
 
 def _redacted(dsn: str) -> str:
-    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", dsn)
+    """``dsn`` for logs and messages: no password, neither ``user:PASSWORD@`` nor the query
+    string's ``password=`` (libpq's other form, which asyncpg takes too)."""
+    dsn = re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", dsn)
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", dsn, flags=re.IGNORECASE)
 
 
 class PostgresStore(Store):
@@ -77,7 +80,13 @@ class PostgresStore(Store):
         except SchemaError as exc:
             await self._close_conns()
             raise StoreError(f"{self.location}: {exc}") from None
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+        except (
+            OSError,
+            asyncpg.PostgresError,
+            asyncpg.InterfaceError,
+            TimeoutError,
+            ValueError,
+        ) as exc:  # ValueError: a malformed URL (a bad port, an open "[")
             await self._close_conns()
             raise StoreError(f"cannot use PostgreSQL at {self.location}: {exc}") from None
         self._task = asyncio.create_task(self._write_loop(), name="stacko-store-writer")

@@ -317,12 +317,34 @@ async def test_terminal_client_resumes_after_a_restart(make_server: MakeServer) 
 
 async def test_terminal_client_says_when_the_session_is_gone(make_server: MakeServer) -> None:
     srv = await make_server()
-    t = Terminal([srv.url, "--quick-match", "--name", "alice"])
-    await t.expect(r"^waiting for an opponent")
+    t = Terminal([srv.url, "--create", "--name", "alice"])
+    await t.expect(r"^room: \w+$")
     srv.hub.sessions.clear()  # a restart that lost everything (no store)
     await restart(srv)
     await t.expect(r"^error: reconnected, but the server no longer knows this session$")
     assert await t.exit_code() == 2
+
+
+async def test_a_queued_terminal_client_queues_again_after_a_restart(
+    make_server: MakeServer,
+) -> None:
+    """A restart keeps no session without a seat (queues start empty): a client waiting in
+    quick match ended with "error: reconnected, but the server no longer knows this
+    session" after every restart of a server with a store. It has nothing to lose: it
+    queues again on its new session."""
+    srv = await make_server()
+    t = Terminal([srv.url, "--quick-match", "--name", "alice", "--auto"])
+    await t.expect(r"^waiting for an opponent")
+    srv.hub.sessions.clear()  # what a restart of a server with a store keeps of it
+    await restart(srv)
+    await t.expect(r"^reconnected with a new session \(the server forgot the old one\)")
+    await t.expect(r"^waiting for an opponent")
+    async with StackoClient(srv.url, "bob") as bob:
+        joined = await bob.quick_match("stacko")
+        assert joined["type"] == "joined", joined
+        await bob.resign(joined["room"])
+    await t.expect(r"^result: you won")
+    assert await t.exit_code() == 0
 
 
 async def test_sdk_resumes_after_a_restart(make_server: MakeServer) -> None:
@@ -472,6 +494,12 @@ async def test_replay_prints_a_finished_game_move_by_move(
         assert int(steps[-1]) == live_plies[-1]  # the game the client played, to its end
         for s in record["steps"][1:]:
             assert f"last: {s['text']}" in text
+        # read by someone who is neither player: it was drawn as seat 0 saw it ("you (seat
+        # 0)", "your turn: take ... (t SLOT)", "you drew 7", "result: you lost")
+        for line in text.splitlines():
+            if not line.startswith(("* = ", "W white")):  # the legends
+                assert not re.search(r"\byour?\b", line), line
+        assert "ann (seat 0)" in text or "ann, seat 0" in text
         if game == "stacko":  # every brick shown: no "?" in any tower row
             assert record["steps"][0]["view"]["towers"][1].count(None) == 0
             assert not re.search(r"^ +\d+  .*\?", text, re.M)

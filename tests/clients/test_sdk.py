@@ -32,6 +32,7 @@ from stacko.clients.sdk import (
     default_fallback,
 )
 from tests.clients.conftest import MakeServer
+from tests.clients.test_client_flow import restart
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"bricks": 12, "tower": 4, "rounds": 2}
@@ -270,6 +271,29 @@ async def test_reconnects_while_queued_and_queues_again(make_server: MakeServer)
         old._ws.transport.abort()
         await until(lambda: a.reconnects == 1 and bool(srv.hub.queues["stacko"]))
         assert a.client is not old
+        rb = await within(b.quick_match())
+        ra = await within(queued)
+    check_pair(ra[0], rb[0])
+
+
+async def test_a_queued_runner_queues_again_when_the_server_forgot_its_session(
+    make_server: MakeServer,
+) -> None:
+    """A restart keeps no session without a seat (queues start empty): a runner waiting in
+    quick match failed with ConnectionLost ("its seats are gone") after every restart of a
+    server with a store, though it held no seat. It queues again on its new session."""
+    srv = await make_server()
+    async with (
+        BotRunner(random_bot(1), srv.url) as a,
+        BotRunner(random_bot(2), srv.url) as b,
+    ):
+        queued = asyncio.create_task(a.quick_match())
+        await until(lambda: bool(srv.hub.queues["stacko"]))  # a waits in the queue
+        old = a.client
+        srv.hub.sessions.clear()  # what a restart of a server with a store keeps of it
+        await restart(srv)
+        await until(lambda: a.reconnects == 1 and bool(srv.hub.queues["stacko"]))
+        assert a.client is not old and a.welcome is not None and not a.welcome["resumed"]
         rb = await within(b.quick_match())
         ra = await within(queued)
     check_pair(ra[0], rb[0])

@@ -293,7 +293,8 @@ async def test_a_rated_game_updates_both_ratings_with_its_result(make_harness, s
     # Committed with the result: the record and the ratings are both there.
     await h.server.store.flush()
     status, record = await http(h.server.port, f"/api/games/{ra['game_id']}")
-    assert status == 200 and record["code"] == code
+    assert status == 200 and record["id"] == ra["game_id"]
+    assert not h.server.hub.rooms[code].public and record["code"] is None  # its code is secret
     status, board = await http(h.server.port, "/api/leaderboard?game=stacko")
     assert status == 200
     names = [p["name"] for p in board["players"]]
@@ -309,6 +310,8 @@ async def test_a_rated_game_updates_both_ratings_with_its_result(make_harness, s
     assert prof["recent"][0]["page"] == f"/games/{ra['game_id']}"
     assert [p[1] for p in prof["history"]["stacko"]] == [1500, round(mua)]  # before, after
     status, body = await http(h.server.port, "/api/players/nobody-here")
+    assert status == 404 and body["error"]["code"] == "unknown_player"
+    status, body = await http(h.server.port, "/api/players/a%00b")  # was a 500 on PostgreSQL
     assert status == 404 and body["error"]["code"] == "unknown_player"
 
 

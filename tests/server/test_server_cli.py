@@ -130,7 +130,7 @@ async def test_memory_only_server_closes_with_1001_and_keeps_no_records(tmp_path
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "stacko.server", "--port", "0", "--database", "memory",
         "--data-dir", str(tmp_path / "unused"), cwd=ROOT, env=_env(),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
         assert proc.stdout is not None
@@ -145,6 +145,11 @@ async def test_memory_only_server_closes_with_1001_and_keeps_no_records(tmp_path
         assert await c.closed(10) == (1001, "server shutting down")
         assert await asyncio.wait_for(proc.wait(), 10) == 0
         assert not (tmp_path / "unused").exists()
+        # said at start (it said nothing: STACKO_DATABASE=memory left in an environment ran
+        # a server that loses every game at its next restart without a word)
+        assert proc.stderr is not None
+        log = (await proc.stderr.read()).decode()
+        assert "WARNING stacko.store: store: none (--database memory)" in log, log
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -206,3 +211,20 @@ def test_a_full_disk_stops_the_server_loudly(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_retain_days_that_no_cutoff_can_hold_are_refused(capsys):
+    """``--retain-days inf`` or ``1e12`` made a cutoff that is no integer (OverflowError) or
+    does not fit a 64-bit column, and ``nan`` none at all: the retention task died at its
+    first run, or never ran, without a word, and old games were kept forever."""
+    import pytest
+
+    from stacko.server.config import MAX_RETAIN_DAYS, parse_args
+
+    for bad in ("nan", "inf", "1e12", str(MAX_RETAIN_DAYS + 1)):
+        with pytest.raises(SystemExit) as e:
+            parse_args(["--retain-days", bad])
+        assert e.value.code == 2
+        assert "--retain-days must be" in capsys.readouterr().err, bad
+    assert parse_args(["--retain-days", str(MAX_RETAIN_DAYS)]).retain_days == MAX_RETAIN_DAYS
+    assert parse_args(["--retain-days", "0.5"]).retain_days == 0.5

@@ -140,6 +140,27 @@ async def test_postgresql_that_does_not_answer_is_refused_with_a_message():
         await make_store(f"postgresql://nobody:secret@127.0.0.1:{port}/x").open()
 
 
+@pytest.mark.parametrize(
+    "dsn", ["postgresql://bob:pw@[::1", "postgresql://bob:pw@host:notaport/db"]
+)
+async def test_a_malformed_postgresql_url_is_refused_with_a_message(dsn):
+    """asyncpg raises ValueError for these: it was a traceback and exit status 1."""
+    with pytest.raises(StoreError, match="cannot use PostgreSQL at postgresql://bob:\\*\\*\\*@"):
+        await make_store(dsn).open()
+
+
+def test_a_password_in_the_postgresql_query_string_is_not_logged():
+    """``?password=`` is libpq's other way to pass it (asyncpg takes it too): the URL went
+    to the log in clear at every start and in every error."""
+    from pgcluster import free_port
+
+    port = free_port()
+    store = make_store(f"postgresql://bob@127.0.0.1:{port}/x?sslmode=disable&password=s3cret")
+    assert "s3cret" not in store.location and "sslmode=disable" in store.location
+    store = make_store(f"postgresql://bob@127.0.0.1:{port}/x?PassWord=s3cret&x=1")
+    assert "s3cret" not in store.location
+
+
 def test_make_store_refuses_unknown_databases():
     with pytest.raises(ValueError):
         make_store("mysql://x")

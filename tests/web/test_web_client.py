@@ -585,3 +585,18 @@ def test_a_clock_that_runs_out_is_said_with_the_name(server, new_player) -> None
     )
     assert "seat 0" not in bob.page.inner_text("#event-text")
     assert alice.errors == [] and bob.errors == []
+
+
+def test_a_name_is_shown_as_its_player_wrote_it(server, new_player) -> None:
+    """Texts that start with a name had their first letter raised: "ann took ..." read
+    "Ann took ...", another player's name (names are case-sensitive: both may play)."""
+    ann = new_player("ann")
+    bob = new_player("bob")
+    start_game(ann, bob, server.http_url, **SMALL)
+    brick = open_brick(ann)
+    ann.take(0)
+    wait_synced([ann, bob])
+    took = f"ann took the open {brick} into slot 0"
+    assert took in bob.page.inner_text("#event-text")
+    assert took in bob.page.inner_text("#move-list li:last-child")
+    assert f"You took the open {brick}" in ann.page.inner_text("#event-text")

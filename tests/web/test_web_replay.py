@@ -258,3 +258,43 @@ def test_a_server_without_records_links_to_none(new_player) -> None:
         status = alice.page.evaluate("async () => (await fetch('/api/games')).status")
         assert status == 503 and alice.page.is_hidden("#recent")
         assert alice.errors == [] and bob.errors == []
+
+
+def test_a_built_in_bot_is_named_once(server, new_player) -> None:
+    """The server names a built-in bot "random (bot)" already: the page added "(bot)" again
+    ("Ann vs random (bot) (bot)"), unlike the lobby and the game page."""
+    ann = WireClient(server.http_url.replace("http://", "ws://", 1), "Ann")
+    try:
+        create = {"type": "create_room", "game": "stakko", "options": {"ply_cap": 40}}
+        ann.send({**create, "bot": "random", "seat": 0, "id": 1})
+        code = ann.until(lambda f: f["type"] == "joined")["room"]
+        moves = random.Random(3)
+        while True:
+            state = ann.until(lambda f: f["type"] == "state" and f["room"] == code)
+            if state["view"]["outcome"] is not None:
+                break
+            if state["legal"]:
+                move = {"type": "move", "room": code, "ply": state["view"]["ply"]}
+                ann.send({**move, "move": moves.choice(state["legal"])})
+    finally:
+        ann.close()
+    viewer = new_player("Viewer")
+    page = viewer.page
+    page.goto(f"{server.http_url}games/{state['game_id']}")
+    page.wait_for_selector("#replay-body:not([hidden])")
+    assert page.inner_text("#replay-title") == "Ann vs random (bot)"
+    assert "(bot) (bot)" not in page.inner_text("body")
+    assert viewer.errors == []
+
+
+def test_a_name_is_shown_as_its_player_wrote_it(server, new_player) -> None:
+    """Step texts that start with a name had their first letter raised ("Ok moved ...")."""
+    game = play(server.http_url, "stakko", {"ply_cap": 6}, seed=2, names=("ann", "bob"))
+    viewer = new_player("Viewer")
+    page = viewer.page
+    page.goto(f"{server.http_url}games/{game.game_id}")
+    page.wait_for_selector("#replay-body:not([hidden])")
+    moves = page.eval_on_selector_all("#move-list li", "els => els.map(e => e.textContent)")
+    assert any("ann moved" in m for m in moves) and not any("Ann" in m for m in moves), moves
+    slide(page, 1)
+    assert page.inner_text("#step-text").startswith("ann moved")
