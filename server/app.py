@@ -33,7 +33,7 @@ from stacko.server.apilimit import ApiLimit, too_many
 from stacko.server.batch import WriteBatch
 from stacko.server.botpool import PoolThinker, acquire, default_workers, release, shared_pool
 from stacko.server.clock import Clock, SystemClock
-from stacko.server.config import ServerConfig, derived_max_connections
+from stacko.server.config import ServerConfig, derived_max_connections, redacted_url
 from stacko.server.connection import CLOSE_GOING_AWAY, CLOSE_INTERNAL, Connection
 from stacko.server.forwarded import TrustedProxies
 from stacko.server.hub import BotFactory, Hub
@@ -275,7 +275,7 @@ class Server:
         await node.start()
         self.cluster = self.hub.cluster = node
         self.metrics.registry.register(ClusterCollector(node))
-        log.info("node %s joined the cluster at %s", node.node_id, cfg.redis_url)
+        log.info("node %s joined the cluster at %s", node.node_id, redacted_url(cfg.redis_url))
 
     async def shutdown(self, restart: bool = False) -> None:
         """Close every client and stop. ``restart`` (SIGTERM with a store): commit what is

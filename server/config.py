@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 from stacko.server.forwarded import TrustedProxies
+
+
+def redacted_url(url: str) -> str:
+    """``url`` (``--database``, ``--redis-url``) for logs and messages: no password, neither
+    ``user:PASSWORD@`` (the user may be empty, as in Redis's ``redis://:PASSWORD@host``) nor
+    a query string's ``password=`` (libpq's other form, which asyncpg takes too)."""
+    url = re.sub(r"//([^:/@]*):[^@/]*@", r"//\1:***@", url)
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", url, flags=re.IGNORECASE)
+
 
 MAX_RETAIN_DAYS = 100_000
 """About 270 years: its cutoff, in Unix milliseconds, still fits the 64-bit ``ended_ms``."""
@@ -228,9 +238,11 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         parser.error(f"--sync must be normal or full, not {ns.sync!r}")
     db = ns.database
     if not (db in ("sqlite", "memory") or db.startswith(("postgresql://", "postgres://"))):
-        parser.error(f"--database must be sqlite, memory or a postgresql:// URL, not {db!r}")
+        parser.error(
+            f"--database must be sqlite, memory or a postgresql:// URL, not {redacted_url(db)!r}"
+        )
     if ns.redis_url and not ns.redis_url.startswith(("redis://", "rediss://", "unix://")):
-        parser.error(f"--redis-url must be a redis:// URL, not {ns.redis_url!r}")
+        parser.error(f"--redis-url must be a redis:// URL, not {redacted_url(ns.redis_url)!r}")
     if ns.lease_s < 1:
         parser.error("--lease-s must be at least 1")
     if ns.node_id and ("|" in ns.node_id or len(ns.node_id) > 64):

@@ -22,6 +22,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from stacko.server.config import redacted_url
 from stacko.server.store.base import FENCE, Fenced, Op, Store, StoreError, runs
 from stacko.server.store.schema import DIALECT, MIGRATIONS, VERSION_TABLE, SchemaError, plan
 
@@ -42,20 +43,13 @@ def to_dollar(sql: str) -> str:
     return _PLACEHOLDER.sub(number, sql)
 
 
-def _redacted(dsn: str) -> str:
-    """``dsn`` for logs and messages: no password, neither ``user:PASSWORD@`` nor the query
-    string's ``password=`` (libpq's other form, which asyncpg takes too)."""
-    dsn = re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", dsn)
-    return re.sub(r"([?&]password=)[^&#]*", r"\1***", dsn, flags=re.IGNORECASE)
-
-
 class PostgresStore(Store):
     kind = "postgresql"
 
     def __init__(self, dsn: str) -> None:
         super().__init__()
         self.dsn = dsn
-        self.location = _redacted(dsn)
+        self.location = redacted_url(dsn)
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._writer_conn: Any = None
         self._reader: Any = None

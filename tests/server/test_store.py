@@ -287,3 +287,33 @@ async def test_closing_postgresql_waits_for_a_read_in_flight(pg_cluster):
     assert await reading == [(7,)]
     with pytest.raises(StoreError):
         await store.fetch("SELECT 1")
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://:s3cret@127.0.0.1:6379/0", "redis://:***@127.0.0.1:6379/0"),
+        ("rediss://bob:s3cret@cache.example:6380/1", "rediss://bob:***@cache.example:6380/1"),
+        ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+        ("postgresql://bob:s3cret@h/x", "postgresql://bob:***@h/x"),
+        ("postgresql://bob@h/x?password=s3cret&a=1", "postgresql://bob@h/x?password=***&a=1"),
+    ],
+)
+def test_urls_are_logged_without_their_passwords(url, shown):
+    """``--redis-url`` went to the log in clear ("joined the cluster at ..."): Redis puts
+    its password in the URL with an empty user, ``redis://:PASSWORD@host``."""
+    from stacko.server.config import redacted_url
+
+    assert redacted_url(url) == shown
+
+
+@pytest.mark.parametrize(
+    "argv", [["--redis-url", "http://:s3cret@h:6379"], ["--database", "mysql://bob:s3cret@h/x"]]
+)
+def test_a_refused_url_is_not_echoed_with_its_password(argv, capsys):
+    from stacko.server.config import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(argv)
+    err = capsys.readouterr().err
+    assert "must be" in err and "***" in err and "s3cret" not in err
