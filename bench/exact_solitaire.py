@@ -2,6 +2,7 @@
 
     python bench/exact_solitaire.py                 # 4 slots / 16 bricks and 5 / 20
     python bench/exact_solitaire.py --slots 4 --bricks 16 --policy strong
+    python bench/exact_solitaire.py --policy strong --policy gaps   # strong alone: +0.43 / +0.65 %
 
 The model (issue 19) is one tower and independent draws: every turn the player draws a brick
 uniformly from the ``bricks - slots`` bricks not in its tower, then places it into any slot
