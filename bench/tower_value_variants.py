@@ -27,7 +27,8 @@ A variant is ``name=value,...`` of:
   a swap in two turns), ``retake`` the cost of that turn in the value's units;
 - any attribute of ``StrongStackoBot``: ``discard_weight``, ``opponent_weight``, and the
   gap model's ``gap_temperature``, ``tower_weight``, ``alone_tower_weight``,
-  ``alone_discard_weight``, ``margin``, ``screen``, ``race_turns``...
+  ``alone_discard_weight``, ``margin``, ``screen``, and alone its lookahead's
+  ``lookahead``, ``alone_temperature``, ``backup_screen``...
 
 The summed-cost variants found nothing better than the unchanged summed value; the gap
 model (``bots/tower_gaps.py``) replaced it (figures in bench/README.md).
