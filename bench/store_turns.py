@@ -160,7 +160,11 @@ def _thread_cpu() -> list[dict[str, float]]:
     tick = os.sysconf("SC_CLK_TCK")
     out = []
     for task in sorted(Path("/proc/self/task").iterdir()):
-        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        try:
+            stat = (task / "stat").read_text()
+        except FileNotFoundError:  # a thread (a pool's, say) that ended meanwhile
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
         out.append({"user_s": int(fields[11]) / tick, "sys_s": int(fields[12]) / tick})
     return [t for t in out if t["user_s"] + t["sys_s"] > 0]
 
