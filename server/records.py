@@ -30,8 +30,15 @@ from stacko.engine.games import GAMES
 from stacko.protocol.games import CODECS
 from stacko.protocol.messages import name_problem
 from stacko.server.hub import ROOM_ALPHABET, ROOM_CODE_LENGTH
-from stacko.server.store.base import RESULTS, Filters, Store, decode_cursor, encode_cursor
-from stacko.server.store.recorder import Event, Replay, events_from_rows, is_game_id, options_of
+from stacko.server.store.base import (
+    RESULTS,
+    Filters,
+    Store,
+    decode_cursor,
+    encode_cursor,
+    is_game_id,
+)
+from stacko.server.store.recorder import Event, Replay, events_from_rows, options_of
 
 PREFIX = "/api/games"
 MAX_LIMIT = 100

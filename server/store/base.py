@@ -176,6 +176,11 @@ def encode_cursor(ended_ms: int, game_id: str) -> str:
     return base64.urlsafe_b64encode(f"{ended_ms}:{game_id}".encode()).decode().rstrip("=")
 
 
+def is_game_id(text: str) -> bool:
+    """What ``recorder.new_game_id`` makes: 16 lowercase hex digits."""
+    return len(text) == 16 and all(c in "0123456789abcdef" for c in text)
+
+
 def decode_cursor(text: str) -> tuple[int, str]:
     """ValueError unless ``text`` came from ``encode_cursor``."""
     if not text or len(text) > 80:
@@ -184,8 +189,8 @@ def decode_cursor(text: str) -> tuple[int, str]:
     ms, _, game_id = raw.partition(":")
     if not (ms.isascii() and ms.isdigit()) or len(ms) > 15:
         raise ValueError("bad cursor")
-    if len(game_id) != 16 or game_id.strip("0123456789abcdef"):  # a game id; a NUL failed
-        raise ValueError("bad cursor")  # the PostgreSQL query (a 500)
+    if not is_game_id(game_id):  # anything else (a NUL say) failed PostgreSQL's query: a 500
+        raise ValueError("bad cursor")
     return int(ms), game_id
 
 

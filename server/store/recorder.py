@@ -68,10 +68,6 @@ def new_game_id() -> str:
     return secrets.token_hex(8)
 
 
-def is_game_id(text: str) -> bool:
-    return len(text) == 16 and all(c in "0123456789abcdef" for c in text)
-
-
 class RecordingRng:
     """``inner``'s shuffles, each noted as the permutation it applied (``perms``): the game's
     only source of chance (``engine.game.Shuffler``), which draws nothing else (no
