@@ -125,12 +125,15 @@ class GameRecord:
     """Every event so far, packed (``packed.append``): written whole into ``games.record``
     when the game ends, and into the log again when the log is compacted. Held for every
     game in progress, hence packed (a tuple of SQL parameters per event took 3 x more)."""
-    held: int = 0
-    """The events in ``events``."""
     owner: str | None = None
     """The node that serves the game, when nodes share the store; then every change is
     fenced by ``owner`` and ``epoch`` (``server.store.base.FENCE``)."""
     epoch: int = 0
+
+    @property
+    def held(self) -> int:
+        """The events in ``events`` (a line each; counted where needed, at the game's end)."""
+        return self.events.count(b"\n")
 
 
 EVENT_SQL = (
@@ -313,7 +316,6 @@ class Recorder:
         payload_json = orjson.dumps(payload)
         payload_text = payload_json.decode()
         packed.append(rec.events, seq, kind, seat, ply, payload_json, at)
-        rec.held += 1
         ops = rec.pending
         if ops:  # the game's row is in this change: nothing to fence yet
             rec.pending = []
@@ -686,7 +688,6 @@ async def restore(
         rec = GameRecord(game_id, RecordingRng(hub._hooks.rng_factory()), seq=events[-1].seq)
         for seq, kind, seat, ply, payload, at_ms in by_game[game_id]:
             packed.append(rec.events, int(seq), kind, seat, int(ply), payload.encode(), int(at_ms))
-        rec.held = len(by_game[game_id])
         recorder.live[game_id] = rec
         recorder.live_events += rec.held
         if claimed is not None:
