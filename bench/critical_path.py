@@ -26,7 +26,6 @@ import selectors
 import subprocess
 import sys
 import time
-import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ if __package__ in (None, ""):  # run as a script: the repo, not bench/, goes on 
 
 import asyncio.selector_events as selector_events
 
+from bench.patches import Patches
 from bench.wsclient import HelpFormatter, percentiles
 from stacko.protocol import messages
 from stacko.protocol.games import CODECS
@@ -62,13 +62,6 @@ MARKS = (
 )
 
 
-def _set(owner: Any, attr: str, value: Any) -> None:
-    if isinstance(owner, type | types.ModuleType):
-        setattr(owner, attr, value)
-    else:  # a GameCodec: a frozen dataclass
-        object.__setattr__(owner, attr, value)
-
-
 class Recorder:
     """Marks of the move being handled now; a move's marks are kept once it was written."""
 
@@ -78,23 +71,15 @@ class Recorder:
         self.data = 0
         self.current: dict[str, int] = {}
         self.moves: list[dict[str, int]] = []
-        self._undo: list[tuple[Any, str, Any]] = []
+        self.patches = Patches()
+        """What ``install`` wrapped (``patches.undo()`` puts it back)."""
 
     def mark(self, name: str) -> None:
         if self.current and name not in self.current:
             self.current[name] = self.now()
 
-    def _replace(self, owner: Any, attr: str, new: Any) -> None:
-        self._undo.append((owner, attr, getattr(owner, attr)))
-        _set(owner, attr, new)
-
-    def uninstall(self) -> None:
-        for owner, attr, old in reversed(self._undo):
-            _set(owner, attr, old)
-        self._undo.clear()
-
     def install(self) -> None:
-        """Wrap each boundary (class and module attributes; ``uninstall`` puts them back)."""
+        """Wrap each boundary (class and module attributes; ``patches.undo()`` puts them back)."""
         rec = self
         probe = selectors.DefaultSelector()
         selector_class: Any = type(probe)
@@ -106,14 +91,14 @@ class Recorder:
             rec.select = rec.now()
             return events
 
-        self._replace(selector_class, "select", timed_select)
+        self.patches.replace(selector_class, "select", timed_select)
         data_received = wsconn.DirectServerConnection.data_received
 
         def timed_data(self: Any, data: bytes) -> None:
             rec.data = rec.now()
             data_received(self, data)
 
-        self._replace(wsconn.DirectServerConnection, "data_received", timed_data)
+        self.patches.replace(wsconn.DirectServerConnection, "data_received", timed_data)
         deliver = wsconn.DirectServerConnection._deliver
 
         def timed_deliver(self: Any, callback: Callable[[Any], None], data: str | bytes) -> None:
@@ -125,7 +110,7 @@ class Recorder:
                     rec.moves.append(rec.current)
                 rec.current = {}
 
-        self._replace(wsconn.DirectServerConnection, "_deliver", timed_deliver)
+        self.patches.replace(wsconn.DirectServerConnection, "_deliver", timed_deliver)
         parse = messages.parse_client
 
         def timed_parse(data: str | bytes) -> messages.ClientMessage:
@@ -134,7 +119,7 @@ class Recorder:
             rec.mark("parsed")
             return msg
 
-        self._replace(messages, "parse_client", timed_parse)
+        self.patches.replace(messages, "parse_client", timed_parse)
         codec = CODECS["stacko"]
         for attr, before, after in (
             ("move_from_wire", "dispatched", ""),
@@ -142,7 +127,7 @@ class Recorder:
             ("view_json", "view", "view_done"),
             ("legal_json", "legal", "encoded"),
         ):
-            self._replace(codec, attr, self._wrap(getattr(codec, attr), before, after))
+            self.patches.replace(codec, attr, self._wrap(getattr(codec, attr), before, after))
         write = selector_events._SelectorSocketTransport.write
 
         def timed_write(self: Any, data: Any) -> None:
@@ -150,7 +135,7 @@ class Recorder:
             write(self, data)
             rec.mark("written")
 
-        self._replace(selector_events._SelectorSocketTransport, "write", timed_write)
+        self.patches.replace(selector_events._SelectorSocketTransport, "write", timed_write)
 
     def _wrap(self, fn: Callable[..., Any], before: str, after: str) -> Callable[..., Any]:
         def timed(*args: Any) -> Any:
@@ -196,7 +181,7 @@ async def measure(
         rec.install()
         return await _measure(rec, matches, pace, duration, options, warmup, gc_interval_s)
     finally:
-        rec.uninstall()
+        rec.patches.undo()
 
 
 async def _measure(

@@ -39,6 +39,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: the repo, not bench/, goes on sys.path
     sys.path[0:1] = [str(Path(__file__).resolve().parent.parent)]
 
+from bench.patches import Patches
 from bench.wsclient import HelpFormatter
 from stacko.server.app import Server
 from stacko.server.config import ServerConfig
@@ -62,16 +63,8 @@ class Marks:
         self.rows: dict[str, int] = {}
         self.release = 0.0
         self.pending: tuple[float, float, int] | None = None
-        self._undo: list[tuple[Any, str, Any]] = []
-
-    def _replace(self, owner: Any, attr: str, new: Any) -> None:
-        self._undo.append((owner, attr, getattr(owner, attr)))
-        setattr(owner, attr, new)
-
-    def uninstall(self) -> None:
-        for owner, attr, old in reversed(self._undo):
-            setattr(owner, attr, old)
-        self._undo.clear()
+        self.patches = Patches()
+        """What ``install`` wrapped (``patches.undo()`` puts it back)."""
 
     def install(self) -> None:
         marks = self
@@ -108,10 +101,10 @@ class Marks:
                 wait, took, changes = marks.pending
                 marks.commits.append((wait, took, marks.release, changes))
 
-        self._replace(base.Store, "submit", timed_submit)
-        self._replace(base.Store, "_committed", timed_committed)
-        self._replace(sqlite_store, "_transaction", timed_transaction)
-        self._replace(sqlite_store.SQLiteStore, "_commit_pending", timed_commit_pending)
+        self.patches.replace(base.Store, "submit", timed_submit)
+        self.patches.replace(base.Store, "_committed", timed_committed)
+        self.patches.replace(sqlite_store, "_transaction", timed_transaction)
+        self.patches.replace(sqlite_store.SQLiteStore, "_commit_pending", timed_commit_pending)
 
     def transaction(self, conn: Any, batch: Any) -> int:
         """``sqlite._transaction`` with each statement timed."""
@@ -215,7 +208,7 @@ async def measure(
         if pacer is not None:
             pacer.stop()
         await server.shutdown()
-        marks.uninstall()
+        marks.patches.undo()
         shutil.rmtree(data, ignore_errors=True)
     client = json.loads(out)
     commits = marks.commits[len(marks.commits) // 5 :]  # past the set-up's big batches
