@@ -56,6 +56,9 @@ RECONNECT_CODES = (None, 1006, 1011, 1012, 1013)
 """Close codes after which the client resumes its session on a new connection: no close frame
 (a dropped connection, 1006), an internal error, a restart (1012), try again later (1013).
 1001 (the server is shutting down for good) and 1000 end the run."""
+RATING_WAIT_S = 2.0
+"""How long a finished client signed in with an account waits for the ``rating`` frame that
+follows a rated game's final state (an unrated game sends none: it waits this long)."""
 
 GAMES = ("stacko", "stakko")
 """The games this client can draw and play (``list_games`` says what a server hosts)."""
@@ -385,6 +388,10 @@ class Player:
         """The last ``challenged`` frame not answered yet."""
         self.sent_challenge: str | None = None
         self.done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.rating_due = False
+        """A game this account played has ended: its ``rating`` frame may follow the final
+        state (a rated game's), and ``run`` gives it ``RATING_WAIT_S`` to arrive."""
+        self.rating_seen = asyncio.Event()
         encoding = (getattr(out, "encoding", None) or "").lower()
         self.ascii = args.ascii or not encoding.startswith("utf")
 
@@ -434,7 +441,13 @@ class Player:
         if lines is not None and not self.args.auto and not self.done.done():
             tasks.append(asyncio.create_task(self._guard(self._keyboard(lines))))
         try:
-            return await self.done
+            code = await self.done
+            if self.rating_due and not self.rating_seen.is_set():
+                # The rating frame comes right after the final state, often in a later read:
+                # cancelling the frames at once lost the "rating: ..." line now and then.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.rating_seen.wait(), RATING_WAIT_S)
+            return code
         finally:
             for task in tasks:
                 task.cancel()
@@ -550,6 +563,7 @@ class Player:
         """Challenges (a prompt; ``--auto`` accepts) and rating changes."""
         kind = frame["type"]
         if kind == "rating":
+            self.rating_seen.set()
             self.note(
                 "rating: " + ", ".join(
                     f"{c['name']} {c['before']} -> {c['after']} ({c['delta']:+d})"
@@ -659,6 +673,9 @@ class Player:
 
     async def game_over(self, view: dict[str, Any]) -> None:
         self.results.append(describe_result(view, self.names))
+        if self.args.account and self.seat is not None:  # rated or not, only the server knows
+            self.rating_due = True
+            self.rating_seen.clear()
         self.confirming = None
         if self.interactive:
             self.say(f"result: {self.results[-1]}")

@@ -137,11 +137,23 @@ async def test_built_in_bots_have_accounts_and_ratings(store_spec):
         await srv.shutdown()
 
 
-async def test_the_commands_register_and_play_a_rated_challenge(server):
+@pytest.mark.parametrize("rating_delay", [0.0, 0.3])
+async def test_the_commands_register_and_play_a_rated_challenge(server, rating_delay, monkeypatch):
+    """``rating_delay``: the rating frame comes that much after the final state (on a loaded
+    machine it came in a later read, and the client, done at the result, lost it)."""
     import io
     import re
 
     from stacko.clients import botcli, cli
+    from stacko.server.ratings import Ratings
+
+    announce = Ratings.announce
+
+    def later(self: Ratings, room: Any) -> None:
+        asyncio.get_running_loop().call_later(rating_delay, announce, self, room)
+
+    if rating_delay:
+        monkeypatch.setattr(Ratings, "announce", later)
 
     out = io.StringIO()
     assert await botcli.amain([server.url, "--register", "CmdBot"], out) == 0
