@@ -221,8 +221,15 @@ function onFrame(f) {
 function onWelcome(f) {
   const mine = new Set(f.rooms);
   // Seats we still hold come back as joined + state; spectated rooms must be joined again.
+  const paired = f.rooms.some((code) => !app.rooms.has(code)); // paired while we were away
   for (const code of [...app.rooms.keys()]) if (!mine.has(code)) app.rooms.delete(code);
+  const wasQueued = app.queued;
   app.queued = null;
+  if (wasQueued && !paired) {
+    // Queueing belongs to the connection (a restart also starts with empty queues): a page
+    // that was waiting for a quick match queues again instead of showing an idle lobby.
+    request({ type: "quick_match", game: wasQueued.game }, { requeue: wasQueued });
+  }
   request({ type: "list_games" });
   request({ type: "list_rooms" });
   if (app.screen === "name") app.screen = "lobby";
@@ -396,6 +403,11 @@ function onError(f, asked) {
   }
   const words = ERROR_WORDS[f.code];
   const text = words ? (words.endsWith(":") ? `${words} ${f.message}` : words) : f.message;
+  if (asked?.requeue && f.code === "already_queued") {
+    app.queued = asked.requeue; // the server kept the queue after all: still waiting
+    render();
+    return;
+  }
   if (asked?.link && f.code === "unknown_room" && app.lostRoom === asked.room) {
     app.lostRoom = null;
     writeLink(null);

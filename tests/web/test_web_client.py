@@ -600,3 +600,28 @@ def test_a_name_is_shown_as_its_player_wrote_it(server, new_player) -> None:
     assert took in bob.page.inner_text("#event-text")
     assert took in bob.page.inner_text("#move-list li:last-child")
     assert f"You took the open {brick}" in ann.page.inner_text("#event-text")
+
+
+def test_a_page_waiting_for_a_quick_match_queues_again_after_a_restart(server, new_player) -> None:
+    """Queueing belongs to the connection and a restart starts with empty queues: the page
+    showed an idle lobby after reconnecting (quick-match button enabled, nobody waiting)
+    while its player still thought they were waiting. It now queues again by itself."""
+    dave = new_player("Dave")
+    erin = new_player("Erin")
+    for p in (dave, erin):
+        p.open(server.http_url)
+        p.in_lobby()
+    dave.page.click("#quick-btn")
+    dave.page.wait_for_selector("#queue-status:not([hidden])")
+    server.drop_connections(1012, "service restart")
+    dave.page.wait_for_function("() => window.stackoApp.status === 'reconnecting'")
+    dave.page.wait_for_function("() => window.stackoApp.status === 'online'")
+    dave.page.wait_for_function("() => window.stackoApp.queued !== null")
+    dave.page.wait_for_selector("#queue-status:not([hidden])")
+    assert dave.page.is_disabled("#quick-btn")
+    erin.page.wait_for_function("() => window.stackoApp.status === 'online'")
+    erin.page.click("#quick-btn")  # the server pairs them: Dave was in its queue again
+    for p in (dave, erin):
+        p.wait_board()
+    assert dave.my_turn() != erin.my_turn()
+    assert dave.errors == [] and erin.errors == []
