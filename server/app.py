@@ -378,6 +378,21 @@ class Server:
             return records.handle(self.store, ws, request, self.record_cache)
         if players.handles(path):
             return players.handle(self.accounts, ws, request)
+        response = self._plain(ws, request, path)
+        if response.status_code == http.HTTPStatus.NOT_FOUND:
+            return response
+        method = request.method
+        if method not in ("GET", "HEAD"):  # a POST or DELETE was answered as a GET
+            response = ws.respond(
+                http.HTTPStatus.METHOD_NOT_ALLOWED, f"{path} takes GET or HEAD, not {method}\n"
+            )
+            response.headers["Allow"] = "GET, HEAD"
+        elif method == "HEAD":  # the GET's headers (its Content-Length too), no body
+            response.body = b""
+        return response
+
+    def _plain(self, ws: ServerConnection, request: Request, path: str) -> Response:
+        """The answer to a GET of a path that is neither the records nor accounts API."""
         if path == "/healthz":
             if self.cluster is not None:  # a node without Redis still plays its own rooms
                 redis = "up" if self.cluster.up else "down"

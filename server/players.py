@@ -24,7 +24,7 @@ from stacko.engine.games import GAMES
 from stacko.server.accounts import AccountError, Accounts
 from stacko.server.hub import address_key
 from stacko.server.ratings import PROVISIONAL_GAMES, Rating, wire_rating
-from stacko.server.records import BadRequest, _error, _json, iso
+from stacko.server.records import BadRequest, _error, _json, fit_method, iso
 
 PREFIXES = ("/api/accounts", "/api/leaderboard", "/api/players/")
 MAX_LIMIT = 100
@@ -59,6 +59,10 @@ def _bearer(request: Request) -> str:
     return token.strip()
 
 
+POSTS = frozenset({"/api/accounts", "/api/accounts/rotate", "/api/accounts/revoke"})
+"""The paths that change an account: POST only; every other path here takes GET or HEAD."""
+
+
 async def handle(accounts: Accounts | None, ws: ServerConnection, request: Request) -> Response:
     try:
         if accounts is None:
@@ -67,19 +71,24 @@ async def handle(accounts: Accounts | None, ws: ServerConnection, request: Reque
                 "this server keeps no accounts (started with --database memory)",
             )  # fmt: skip
         try:
-            return await _route(accounts, ws, request)
+            response = await _route(accounts, ws, request)
         except AccountError as e:
             raise BadRequest(http.HTTPStatus(e.status), e.code, e.message) from None
     except BadRequest as e:
-        return _error(ws, e)
+        response = _error(ws, e)
+    path = urlsplit(request.path).path
+    return fit_method(response, request.method, "POST" if path in POSTS else "GET, HEAD")
 
 
 async def _route(accounts: Accounts, ws: ServerConnection, request: Request) -> Response:
     parts = urlsplit(request.path)
-    path, method = parts.path, getattr(request, "method", "GET")
-    posts = {"/api/accounts", "/api/accounts/rotate", "/api/accounts/revoke"}
-    if path in posts and method != "POST":
+    path, method = parts.path, request.method
+    if path in POSTS and method != "POST":
         raise BadRequest(http.HTTPStatus.METHOD_NOT_ALLOWED, "use_post", f"{path} takes POST")
+    if path not in POSTS and method not in ("GET", "HEAD"):  # a DELETE was answered as a GET
+        raise BadRequest(
+            http.HTTPStatus.METHOD_NOT_ALLOWED, "use_get", f"{path} takes GET, not {method}"
+        )
     if path == "/api/accounts":
         q = _query(parts.query)
         ip = getattr(ws, "ip", "") or (ws.remote_address[0] if ws.remote_address else "")

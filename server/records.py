@@ -386,7 +386,7 @@ def _body(ws: ServerConnection, body: bytes, content_type: str) -> Response:
 async def handle(
     store: Store | None, ws: ServerConnection, request: Request, cache: RecordCache | None = None
 ) -> Response:
-    method = getattr(request, "method", "GET")
+    method = request.method
     try:
         if method not in ("GET", "HEAD"):  # a DELETE answered 200 with the record it kept
             raise BadRequest(
@@ -395,9 +395,15 @@ async def handle(
         response = await _route(store, ws, request, _default_cache if cache is None else cache)
     except BadRequest as e:
         response = _error(ws, e)
+    return fit_method(response, method, "GET, HEAD")
+
+
+def fit_method(response: Response, method: str, allow: str) -> Response:
+    """``Allow`` on a 405 (RFC 9110 requires it); for HEAD, the GET's headers (its
+    Content-Length too) without the body."""
     if response.status_code == http.HTTPStatus.METHOD_NOT_ALLOWED:
-        response.headers["Allow"] = "GET, HEAD"
-    if method == "HEAD":  # the headers of the GET (Content-Length too), no body
+        response.headers["Allow"] = allow
+    if method == "HEAD":
         response.body = b""
     return response
 

@@ -149,3 +149,34 @@ async def test_records_do_not_give_away_the_code_of_a_private_room(make_harness,
         assert g.code.encode() not in body, suffix
     _, _, text = await http(port, f"/api/games/{gid}.txt")
     assert '[Room "private"]' in text.decode()
+
+
+async def test_every_plain_http_path_answers_get_and_head_only(make_harness, tmp_path):
+    """``/healthz``, ``/metrics``, the web client's files and the accounts API's reads
+    answered any method as a GET (a ``DELETE /metrics`` said 200 with the metrics); a path
+    that does not exist stays a 404 whatever the method."""
+    h = await make_harness(store=make_store("sqlite", str(tmp_path / "data")))
+    port = h.server.port
+    reads = ("/healthz", "/metrics", "/", "/app.js", "/api/leaderboard", "/api/players/alice")
+    for method in ("DELETE", "POST", "PUT", "PATCH"):
+        for path in reads:
+            data = await raw(port, f"{method} {path} HTTP/1.1\r\nHost: x\r\n\r\n")
+            head, _, body = data.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 405 "), (method, path, head[:40])
+            assert b"\r\nAllow: GET, HEAD" in head, (method, path)
+            if path.startswith("/api/"):
+                assert b'"use_get"' in body
+        data = await raw(port, f"{method} /no/such/path HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert data.startswith(b"HTTP/1.1 404 ")
+    data = await raw(port, "GET /api/accounts/rotate HTTP/1.1\r\nHost: x\r\n\r\n")
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 405 ") and b"\r\nAllow: POST" in head
+    assert b'"use_post"' in body
+    for path in ("/healthz", "/", "/api/leaderboard"):
+        get = await raw(port, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = await raw(port, f"HEAD {path} HTTP/1.1\r\nHost: x\r\n\r\n")
+        get_head, _, get_body = get.partition(b"\r\n\r\n")
+        assert get_head.startswith(b"HTTP/1.1 200 ") and head.startswith(b"HTTP/1.1 200 ")
+        assert get_body and head.endswith(b"\r\n\r\n") and head.count(b"\r\n\r\n") == 1, path
+        length = f"Content-Length: {len(get_body)}".encode()
+        assert length in get_head and length in head, path
