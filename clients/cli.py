@@ -648,7 +648,7 @@ class Player:
             self.over, self.ended_seq = True, frame["seq"]
             if first:
                 self.replay_hint(frame.get("game_id"))
-                await self.game_over(view)
+                await self.game_over(view, frame.get("rated"))
             return
         self.over = self.want_rematch = False
         if frame["legal"] is None:
@@ -671,9 +671,11 @@ class Player:
             f" (or {http_base(self.args.url)}/games/{game_id} in a browser)"
         )
 
-    async def game_over(self, view: dict[str, Any]) -> None:
+    async def game_over(self, view: dict[str, Any], rated: bool | None = None) -> None:
+        """``rated``: the final state's (``None`` from a server before that field, which
+        may have rated any game played with an account)."""
         self.results.append(describe_result(view, self.names))
-        if self.args.account and self.seat is not None:  # rated or not, only the server knows
+        if self.seat is not None and (rated or (rated is None and self.args.account)):
             self.rating_due = True
             self.rating_seen.clear()
         self.confirming = None

@@ -163,6 +163,9 @@ class GameResult:
     """The finished game's record on the server (``GET /api/games/{game_id}``, the web page
     ``/games/{game_id}``, ``stacko-client --replay``); ``None`` from a server that keeps no
     records."""
+    rated: bool = False
+    """The game was rated (both seats accounts): the new ratings are in the ``rating`` frame
+    that follows, and at ``GET /api/players/{name}``."""
 
     @property
     def outcome(self) -> str:
@@ -970,6 +973,7 @@ class BotRunner:
             room.code, state.game, room.seat, outcome["termination"], outcome["winner"],
             (outcome["scores"][0], outcome["scores"][1]), state.ply,
             room.moves, room.fallbacks, room.stale, state.frame.get("game_id"),
+            bool(state.frame.get("rated")),
         )  # fmt: skip
         room.moves = room.fallbacks = room.stale = 0
         room.results.append(result)

@@ -73,10 +73,12 @@ def state(
     names: tuple[str, ...] = (),
     ended: bool = False,
     game_id: str | None = None,
+    rated: bool = False,
 ) -> bytes:
     """One receiver's state frame, from that receiver's view only; ``names`` (by seat) go
     into its ``text``. ``ended``: the game is over, and the frame names its record
-    (``game_id``, null without a store); frames of a game in progress carry no such field."""
+    (``game_id``, null without a store) and says whether a ``rating`` frame follows
+    (``rated``); frames of a game in progress carry neither field."""
     text = codec.describe(view, names)
     if note:
         text = f"{note}; {text}" if text else note
@@ -93,4 +95,5 @@ def state(
     }
     if ended:
         frame["game_id"] = game_id
+        frame["rated"] = rated
     return orjson.dumps(frame)

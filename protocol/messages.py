@@ -371,6 +371,9 @@ class State(Message):
     """Only in a frame whose ``view.outcome`` is set: the finished game's record
     (``GET /api/games/{game_id}``, the web page ``/games/{game_id}``); null from a server
     that keeps no records. Added in version 1 (2026-11-24)."""
+    rated: bool | None = None
+    """Only in a frame whose ``view.outcome`` is set: the game was rated, so a ``rating``
+    frame follows this one (a client may wait for it). Added in version 1 (2026-11-24)."""
 
 
 class RatingChange(Message):

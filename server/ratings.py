@@ -344,6 +344,7 @@ class Ratings:
         pair = self.live.pop(id(room), None)
         if pair is None:
             return []
+        room.rated_game = True  # the final state says a rating frame follows
         loading = [self.loading[a.id] for a in pair if a.id in self.loading]
         if loading:  # an account met a moment ago on another node: rated once it is loaded
             task = asyncio.get_running_loop().create_task(

@@ -154,6 +154,9 @@ class Room:
     """Games here are rated when both seats are accounts (``server.ratings``)."""
     rating_change: Any = None
     """The rating change of the game that just ended, until it is announced."""
+    rated_game: bool = False
+    """The last game was rated (``server.ratings`` sets it as it ends): its final state
+    says so (``state.rated``), and a ``rating`` frame follows."""
     address: str = ""
     """The address that created it, while it waits for an opponent (the hub counts waiting
     rooms per address); empty after."""
@@ -325,6 +328,7 @@ class Room:
         rng: Shuffler = self.hooks.rng_factory()
         recorder = self.hooks.recorder
         self.game_id = None
+        self.rated_game = False
         if recorder is not None:  # the deal's permutations go into the record
             rng = recorder.begin(self, rng)
         self.game = self.spec.new_game(self.options, rng)
@@ -618,7 +622,7 @@ class Room:
         return frames.state(
             self.codec, self.game.view(seat), room=self.code, seq=self.seq,
             deadline_ms=deadline_ms, clock_ms=clock_ms, id=request_id, note=note,
-            names=self.names(), ended=ended, game_id=self.game_id,
+            names=self.names(), ended=ended, game_id=self.game_id, rated=self.rated_game,
         )  # fmt: skip
 
     def send_state(self, peer: Peer, seat: int | None, request_id: frames.RequestId = None) -> None:

@@ -531,6 +531,7 @@ async def test_sdk_results_name_their_records(tmp_path: Any) -> None:
         )
         ids = [r.game_id for r in results]
         assert len(set(ids)) == 2 and None not in ids  # a rematch is a game of its own
+        assert not any(r.rated for r in results)  # a guest's games are never rated
         rows = await srv.store.fetch("SELECT id, status, plies FROM games")
         assert sorted(rows) == sorted((r.game_id, "finished", r.plies) for r in results)
 

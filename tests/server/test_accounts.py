@@ -269,11 +269,15 @@ async def play_rated(h, ca: Client, cb: Client, resign: bool = False) -> tuple[s
         await mover.barrier()
         state = mover.latest[code]
         assert state["seq"] == room.seq
+        assert "rated" not in state  # only the final state says it
         move = h.rng.choice(state["legal"])
         await mover.call("move", room=code, ply=state["view"]["ply"], move=move)
         h.snap(code)
     ra = await ca.expect("rating", room=code)
     rb = await cb.expect("rating", room=code)
+    for c in (ca, cb):  # the final state announced the rating frame that followed it
+        final = c.latest[code]
+        assert final["view"]["outcome"] is not None and final["rated"] is True
     return code, ra, rb
 
 
@@ -345,6 +349,8 @@ async def test_rated_games_between_one_pair_are_limited(make_harness, store_spec
     h.snap(code)
     await ca.barrier()
     assert not ca.pending("rating")
+    final = ca.latest[code]  # it says no rating frame follows: a client need not wait
+    assert final["view"]["outcome"] is not None and final["rated"] is False
 
 
 async def not_rated(c: Client, code: str) -> dict:

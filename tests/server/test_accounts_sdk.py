@@ -5,12 +5,15 @@ challenges, and a rated game against a built-in bot on the leaderboard."""
 from __future__ import annotations
 
 import asyncio
+import io
+import re
 import urllib.request
 from typing import Any
 
 import orjson
 import pytest
 
+from stacko.clients import botcli, cli
 from stacko.clients.sdk import BotRunner, ChallengeRefused, ServerError, State, register
 from stacko.server.app import Server
 from stacko.server.config import ServerConfig
@@ -62,6 +65,7 @@ async def test_rated_quick_match_between_two_sdk_bots_updates_both_and_the_board
         async with asyncio.timeout(120):
             [res_a], [res_b] = await asyncio.gather(ra.quick_match(), rb.quick_match())
     assert res_a.outcome != res_b.outcome or res_a.outcome == "draw"
+    assert res_a.rated and res_b.rated  # a quick match between two accounts
     await server.store.flush()
     board = await get(server, "/api/leaderboard?game=stacko")
     rows = {p["name"]: p for p in board["players"]}
@@ -137,14 +141,34 @@ async def test_built_in_bots_have_accounts_and_ratings(store_spec):
         await srv.shutdown()
 
 
+async def bot_online(server: Server, name: str) -> tuple[asyncio.Task[int], io.StringIO]:
+    """``stacko-bot --register`` then ``--accept-challenges`` for one game, once it is online."""
+    out = io.StringIO()
+    assert await botcli.amain([server.url, "--register", name], out) == 0
+    found = re.search(r"token: (\S+)", out.getvalue())
+    assert found and "--accept-challenges" in out.getvalue(), out.getvalue()
+    bot_out = io.StringIO()
+    serving = asyncio.create_task(
+        botcli.amain(
+            [server.url, "--account", found.group(1), "--accept-challenges", "--games", "1",
+             "--level", "easy"],
+            bot_out,
+        )
+    )  # fmt: skip
+    for _ in range(1000):  # poll: the server has no hook to wait on; fails after 20 s
+        if any(
+            s.account is not None and s.account.name == name and s.peer is not None
+            for s in server.hub.sessions.values()
+        ):
+            break
+        await asyncio.sleep(0.02)
+    return serving, bot_out
+
+
 @pytest.mark.parametrize("rating_delay", [0.0, 0.3])
 async def test_the_commands_register_and_play_a_rated_challenge(server, rating_delay, monkeypatch):
     """``rating_delay``: the rating frame comes that much after the final state (on a loaded
     machine it came in a later read, and the client, done at the result, lost it)."""
-    import io
-    import re
-
-    from stacko.clients import botcli, cli
     from stacko.server.ratings import Ratings
 
     announce = Ratings.announce
@@ -155,26 +179,7 @@ async def test_the_commands_register_and_play_a_rated_challenge(server, rating_d
     if rating_delay:
         monkeypatch.setattr(Ratings, "announce", later)
 
-    out = io.StringIO()
-    assert await botcli.amain([server.url, "--register", "CmdBot"], out) == 0
-    found = re.search(r"token: (\S+)", out.getvalue())
-    assert found and "--accept-challenges" in out.getvalue(), out.getvalue()
-    bot_token = found.group(1)
-    bot_out = io.StringIO()
-    serving = asyncio.create_task(
-        botcli.amain(
-            [server.url, "--account", bot_token, "--accept-challenges", "--games", "1",
-             "--level", "easy"],
-            bot_out,
-        )
-    )  # fmt: skip
-    for _ in range(1000):  # poll: the server has no hook to wait on; fails after 20 s
-        if any(
-            s.account is not None and s.account.name == "CmdBot" and s.peer is not None
-            for s in server.hub.sessions.values()
-        ):
-            break
-        await asyncio.sleep(0.02)
+    serving, bot_out = await bot_online(server, "CmdBot")
     out = io.StringIO()
     assert await cli.amain([server.url, "--register", "CmdHuman"], out) == 0
     found = re.search(r"token: (\S+)", out.getvalue())
@@ -194,11 +199,30 @@ async def test_the_commands_register_and_play_a_rated_challenge(server, rating_d
     assert "signed in as the account CmdBot" in bot_out.getvalue()
 
 
+async def test_a_signed_in_client_does_not_wait_for_the_rating_of_an_unrated_game(
+    server, monkeypatch
+):
+    """The final state says whether a ``rating`` frame follows (``state.rated``): a client
+    signed in with an account waited ``RATING_WAIT_S`` after every game for one, rated or
+    not. With the wait made an hour, an unrated challenge still ends at once."""
+    monkeypatch.setattr(cli, "RATING_WAIT_S", 3600.0)
+    serving, bot_out = await bot_online(server, "PlainBot")
+    out = io.StringIO()
+    assert await cli.amain([server.url, "--register", "PlainHuman"], out) == 0
+    found = re.search(r"token: (\S+)", out.getvalue())
+    assert found
+    human = io.StringIO()
+    args = [server.url, "--account", found.group(1), "--challenge", "plainbot", "--auto",
+            "--option", "bricks=12", "--option", "tower=4", "--option", "rounds=1"]  # fmt: skip
+    async with asyncio.timeout(60):
+        status = await cli.amain(args, human)
+        assert await serving == 0, bot_out.getvalue()
+    text = human.getvalue()
+    assert status == 0 and "challenged PlainBot" in text and "result: " in text, text
+    assert "rating:" not in text
+
+
 async def test_the_terminal_client_prompts_for_a_challenge(server):
-    import io
-
-    from stacko.clients import cli
-
     human = await asyncio.to_thread(register, server.url, "Prompted", "human")
     bot = await asyncio.to_thread(register, server.url, "Asker", "bot")
     out = io.StringIO()
