@@ -273,8 +273,10 @@ class GameReplay:
         if info["variant"] is not None:
             lines.append(f'[Variant "{info["variant"]}"]')
         for p in info["players"]:
-            bot = f" (bot {p['bot']})" if p["bot"] else ""
-            lines.append(f'[Seat{p["seat"]} "{_tag(p["name"] + bot)}"]')
+            name, level = p["name"], p["bot"]
+            if level and name != f"{level} (bot)":  # as the room names it: not "x (bot) (bot x)"
+                name = f"{name} (bot {level})"
+            lines.append(f'[Seat{p["seat"]} "{_tag(name)}"]')
         lines.append(f"[Options {orjson.dumps(self.options_wire).decode()}]")
         lines.append(f'[Started "{info["started_at"]}"]')
         lines.append(f'[Ended "{info["ended_at"]}"]')

@@ -8,6 +8,7 @@ import base64
 import re
 
 import pytest
+from stacko_wire import Client
 from test_store_server import SMALL, finished_ids, get_json, http
 
 from stacko.server.records import BadRequest, parse_filters
@@ -180,3 +181,27 @@ async def test_every_plain_http_path_answers_get_and_head_only(make_harness, tmp
         assert get_body and head.endswith(b"\r\n\r\n") and head.count(b"\r\n\r\n") == 1, path
         length = f"Content-Length: {len(get_body)}".encode()
         assert length in get_head and length in head, path
+
+
+async def test_a_built_in_bot_is_named_once_in_the_text(make_harness, tmp_path):
+    """The room names a built-in bot ``easy (bot)``; the text added its level again and wrote
+    ``[Seat0 "easy (bot) (bot easy)"]``."""
+    from stacko.bots.registry import available, make_bot
+
+    h = await make_harness(
+        store=make_store("sqlite", str(tmp_path / "data")), bots=(available(), make_bot)
+    )
+    c = await Client.open(h.url, "human")  # outside the harness's leak checker (bot rooms)
+    await c.hello("human")
+    joined = await c.call("create_room", game="stacko", options=SMALL, seat=1, bot="easy")
+    assert joined["type"] == "joined", joined
+    code = joined["room"]
+    assert [p["name"] for p in joined["info"]["players"]] == ["easy (bot)", "human"]
+    await c.expect("state", room=code, seq=1)
+    await c.call("resign", room=code)
+    await h.server.store.flush()
+    (gid,) = await finished_ids(h)
+    status, _, text = await http(h.server.port, f"/api/games/{gid}.txt")
+    assert status == 200
+    assert '[Seat0 "easy (bot)"]' in text.decode() and '[Seat1 "human"]' in text.decode()
+    await c.ws.close()
