@@ -29,7 +29,13 @@ from the pair's 127.0.0.1), does its worst within the documented limits:
   made and the rest refused with ``too_many_rooms``; ``create_room`` would stop at 360
   anyway (``--quick-match-reserve`` keeps a tenth for quick match);
 - ``connections``: one address opens as many connections as it can (up to 3,000) and holds
-  them.
+  them;
+- ``replays``: 40 whole games (about 440 plies each) are played to their end first, as fast
+  as they go (the per-connection frame rate is lifted for that: ``--rate-per-second``); then one
+  address asks over HTTP, at its ``/api/*`` rate limit (10 a second), for their replays
+  (``/api/games/{id}/replay?seat=0|1|all``), records and texts in turn, 200 distinct answers
+  of 0.1-1 MB, more than the record cache holds (16 MiB): nearly every answer is built
+  afresh, in a thread beside the event loop.
 
 Per row: the pair's move-to-opponent p50/p99 without and with the abuse, the server's RSS
 growth (peak while abused, less before) per abusive connection, whether the abuser was
@@ -96,6 +102,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "list_rooms": {"server": [*HOSTS], "rooms": 2000},
     "room_cap": {"server": ["--max-rooms", "400"], "ramp": 3.5},
     "connections": {"server": []},
+    "replays": {"server": [*HOSTS, "--rate-per-second", "5000", "--burst", "5000"], "games": 40},
 }
 """Server flags, public rooms (each from its own connection) set up before the baseline,
 and how long the abuse runs before the pair starts (room_cap: until the cap could be full;
@@ -291,10 +298,64 @@ async def connections(url: str, until: float, t: Tally, most: int = 3000) -> dic
     return t.report(tried=tried, held=held, cap=cap, documented=documented)
 
 
+async def http_from(url: str, path: str, timeout: float = 30.0) -> tuple[int, bytes]:  # noqa: ASYNC109
+    """GET ``path`` from the abuser's address -> (status, body)."""
+    host, port = url.split("//", 1)[1].rstrip("/").rsplit(":", 1)
+    reader, writer = await asyncio.wait_for(
+        asyncio.open_connection(host, int(port), local_addr=(ABUSER_IP, 0)), timeout
+    )
+    try:
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        raw = await asyncio.wait_for(reader.read(), timeout)
+    finally:
+        writer.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), body
+
+
+async def replays(url: str, until: float, t: Tally) -> dict[str, Any]:
+    status, body = await http_from(url, "/api/games?limit=100")
+    ids = [g["id"] for g in orjson.loads(body)["games"]] if status == 200 else []
+    paths = [f"/api/games/{i}{s}" for s in ("/replay?seat=all", "/replay?seat=0",
+             "/replay?seat=1", "", ".txt") for i in ids]  # fmt: skip
+    sizes: list[int] = []
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(path: str) -> None:
+        try:
+            code, answer = await http_from(url, path)
+        except (OSError, TimeoutError):
+            t.http["error"] += 1
+            return
+        t.http[str(code)] += 1
+        if code == 200:
+            sizes.append(len(answer))
+
+    n = 0
+    while paths and time.monotonic() < until:
+        task = asyncio.create_task(one(paths[n % len(paths)]))  # not waiting for the answer
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+        n += 1
+        await asyncio.sleep(0.1)  # the rate limit: 10 a second
+    if tasks:
+        await asyncio.wait(tasks, timeout=30)
+    t.conns = max(1, n)
+    served = sorted(sizes)
+    return t.report(
+        games=len(ids),
+        asked=n,
+        distinct=len(paths),
+        answered_bytes=sum(sizes),
+        median_answer_kb=round(served[len(served) // 2] / 1024) if served else 0,
+        documented=None,
+    )
+
+
 ABUSERS = {
     "ping_flood": ping_flood, "frame_flood": frame_flood, "slow_consumer": slow_consumer,
     "bot_rooms": bot_rooms, "list_rooms": list_rooms, "room_cap": room_cap,
-    "connections": connections,
+    "connections": connections, "replays": replays,
 }  # fmt: skip
 
 
@@ -335,6 +396,14 @@ async def public_rooms(url: str, n: int, errors: Counter[str]) -> list[LeanClien
         await asyncio.wait_for(asyncio.gather(*(c.tag for c in batch)), 60)
         hosts.extend(batch)
     return hosts
+
+
+async def finished_games(url: str, n: int) -> int:
+    """Play ``n`` whole games (the default options) to their end, as fast as they go (about
+    a second at 20,000 moves a second; 8 s leaves room on a loaded machine)."""
+    res = await driver.run("match", [url], n, pace=0.0, duration=8.0, warmup=0.0, games=1,
+                           options={}, seed=11, setup_timeout=30)  # fmt: skip
+    return int(res.summary["games"])
 
 
 async def gc_figures(url: str) -> dict[str, float]:
@@ -381,6 +450,8 @@ async def scenario(kind: str, seconds: float, quick: bool = False) -> dict[str, 
         if rooms:
             hosts = await public_rooms(url, rooms, host_errors)
         out["public_rooms"] = len(hosts)
+        if spec.get("games"):
+            out["finished_games"] = await finished_games(url, spec["games"] // (4 if quick else 1))
         out["baseline"] = await pair(url, seconds)
         out["gc_after_baseline"] = await gc_figures(url)
         await asyncio.sleep(0.5)
