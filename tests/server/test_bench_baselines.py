@@ -83,3 +83,22 @@ async def test_store_turns_cuts_up_commits_and_puts_everything_back() -> None:
         sqlite_store.SQLiteStore._commit_pending,
     )
     assert after == before
+
+
+def test_the_full_runs_scale_rows_judge_the_store_against_the_off_runs_spread():
+    """``bench/run_all.py`` alternates the scale run with the store on and off; its row says
+    whether every store-on figure stays within the store-off runs' spread."""
+    from bench.run_all import scale_noise_rows
+
+    def rows(on: list[float], off: list[float]) -> list[tuple[str, str, bool | None]]:
+        runs = [{"store": True, "p50_ms": v, "p99_ms": 10 * v} for v in on]
+        runs += [{"store": False, "p50_ms": v, "p99_ms": 10 * v} for v in off]
+        out: list[tuple[str, str, bool | None]] = []
+        scale_noise_rows(runs, lambda name, value, e, r, target, ok: out.append((name, value, ok)))
+        return out
+
+    over = rows([0.87, 0.95], [0.55, 0.68])
+    assert [ok for _, _, ok in over] == [False, False]
+    assert over[0][1] == "0.87 0.95 | 0.55 0.68"
+    assert [ok for _, _, ok in rows([0.6, 0.66], [0.55, 0.68])] == [True, True]
+    assert rows([0.6], [0.55]) == []  # a single pair (the quick run) says nothing
