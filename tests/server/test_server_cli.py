@@ -228,3 +228,17 @@ def test_retain_days_that_no_cutoff_can_hold_are_refused(capsys):
         assert "--retain-days must be" in capsys.readouterr().err, bad
     assert parse_args(["--retain-days", str(MAX_RETAIN_DAYS)]).retain_days == MAX_RETAIN_DAYS
     assert parse_args(["--retain-days", "0.5"]).retain_days == 0.5
+
+
+def test_the_server_command_hands_the_gil_to_the_loop_within_half_a_millisecond(
+    monkeypatch, tmp_path
+):
+    """A replay built in a thread held the GIL for CPython's 5 ms at a time while the event
+    loop, which sends every game's frames, waited (``server.__main__.SWITCH_INTERVAL_S``)."""
+    from stacko.server import __main__ as entry
+
+    asked: list[float] = []
+    monkeypatch.setattr(sys, "setswitchinterval", asked.append)
+    monkeypatch.setattr(entry.asyncio, "run", lambda coro: coro.close() or 0)
+    assert entry.main(["--port", "0", "--data-dir", str(tmp_path)]) == 0
+    assert asked == [entry.SWITCH_INTERVAL_S] and entry.SWITCH_INTERVAL_S <= 0.0005
