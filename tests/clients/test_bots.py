@@ -356,12 +356,12 @@ def _choice_and_run(
 
 
 def test_strong_secures_the_run_that_wins_the_game_before_racing() -> None:
-    """Round 2, ahead 50 : 10: a run of 3 wins the game whoever finishes. Offered 15, the
-    race (round 1) puts it in slot 5; ahead, it goes into slot 1, where 24 > 15 > 5 is
-    that run."""
-    mine = (24, 25, 5, 20, 39, 21, 35, 32, 22, 10)
-    assert _choice_and_run(mine, 15, (0, 0), 1) == ("take 5", 1)
-    assert _choice_and_run(mine, 15, (50, 10), 2) == ("take 1", 3)
+    """Round 2, ahead 50 : 10: a run of 3 wins the game whoever finishes. Offered 36, the
+    race (round 1) draws; ahead, it takes 36 into slot 0, where 36 > 33 > 27 is that run
+    (the bonus of the score plan before drew here too)."""
+    mine = (21, 33, 27, 39, 38, 9, 5, 16, 26, 2)
+    assert _choice_and_run(mine, 36, (0, 0), 1) == ("draw", 1)
+    assert _choice_and_run(mine, 36, (50, 10), 2) == ("take 0", 3)
 
 
 @pytest.mark.parametrize("brick", [30, 31, 33, 34, 36])
