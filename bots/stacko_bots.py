@@ -17,8 +17,9 @@ the decreasing run from the bottom (rules §6).
   the open brick, drawing, and (after a draw) every placement or a pass. When the round may
   be lost it values a long ordered run from the bottom, which is what a round loser scores;
   it does not hand the opponent a brick its visible tower wants, and weighs the run as the
-  scores demand (in the last round, ahead, it first secures the run that wins the game). ``StrongV1StackoBot`` (``strong-v1``) is it before all that (summed gap
-  costs, ``TowerModel``), kept as the arena's fixed reference.
+  scores demand (in the last round, ahead, it first secures the run that wins the game).
+  ``StrongV1StackoBot`` (``strong-v1``) is it before all that (summed gap costs,
+  ``TowerModel``), kept as the arena's fixed reference.
 
 Nothing here reads hidden state: the only inputs are views and the legal moves.
 """
@@ -481,9 +482,10 @@ class StrongStackoBot(BaseBot):
     turns the opponent's visible tower would save with it (``_gifts``); and the run is
     weighed as the scores demand (``_plan``): more as the round grows long, and in the last
     round, ahead, the run that wins the game whoever finishes is secured before the race
-    (``_secure_values``; 0.54 -> 0.59 against ``strong-v1``). Measured against ``strong-v1`` over 300 duplicate
-    deals while tuning: gifts alone 0.512, with the score plan 0.542, with the late run
-    bonus 0.557 (about +-0.03); the 2,000-deal figures are in bench/README.md. Retuned
+    (``_secure_values``; 0.542 -> 0.567 against ``strong-v1`` over 2,000 deals). Measured
+    against ``strong-v1`` over 300 duplicate deals while tuning: gifts alone 0.512, with
+    the score plan 0.542, with the late run bonus 0.557 (about +-0.03); the 2,000-deal
+    figures are in bench/README.md. Retuned
     (session 2, paired over the same duplicate deals against ``strong-v1``): a gift counted
     at a quarter of its value instead of a half gained 0.027 +- 0.020 (600 deals, seed 11)
     and 0.004 +- 0.011 (2,000 deals, seed 1; a whole one lost 0.056), so ``gift_weight``
