@@ -17,8 +17,9 @@ the decreasing run from the bottom (rules §6).
   the open brick, drawing, and (after a draw) every placement or a pass. When the round may
   be lost it values a long ordered run from the bottom, which is what a round loser scores;
   it does not hand the opponent a brick its visible tower wants, and weighs the run as the
-  scores demand. ``StrongV1StackoBot`` (``strong-v1``) is it before all that (summed gap
-  costs, ``TowerModel``), kept as the arena's fixed reference.
+  scores demand (in the last round, ahead, it first secures the run that wins the game).
+  ``StrongV1StackoBot`` (``strong-v1``) is it before all that (summed gap costs,
+  ``TowerModel``), kept as the arena's fixed reference.
 
 Nothing here reads hidden state: the only inputs are views and the legal moves.
 """
@@ -445,6 +446,10 @@ class TowerModel:
 
 HOPELESS = 1e6
 
+UNFINISHABLE = 1000.0
+"""What ``_secure_values`` counts a tower that can no longer finish in the race (about 170
+turns of ``TowerModel``'s units, where ``HOPELESS`` would swamp the run it secures)."""
+
 TURN_UNITS = 6.0
 """About this many of ``TowerModel``'s units make a turn (a dealt tower is worth about 62 and
 takes about 10 turns): the strong bot's bonuses, set in turns, are scaled by it when the
@@ -476,9 +481,11 @@ class StrongStackoBot(BaseBot):
     gives up becomes the opponent's open brick, so it is charged ``gift_weight`` times the
     turns the opponent's visible tower would save with it (``_gifts``); and the run is
     weighed as the scores demand (``_plan``): more as the round grows long, and in the last
-    round by what still wins the game. Measured against ``strong-v1`` over 300 duplicate
-    deals while tuning: gifts alone 0.512, with the score plan 0.542, with the late run
-    bonus 0.557 (about +-0.03); the 2,000-deal figures are in bench/README.md. Retuned
+    round, ahead, the run that wins the game whoever finishes is secured before the race
+    (``_secure_values``; 0.542 -> 0.567 against ``strong-v1`` over 2,000 deals). Measured
+    against ``strong-v1`` over 300 duplicate deals while tuning: gifts alone 0.512, with
+    the score plan 0.542, with the late run bonus 0.557 (about +-0.03); the 2,000-deal
+    figures are in bench/README.md. Retuned
     (session 2, paired over the same duplicate deals against ``strong-v1``): a gift counted
     at a quarter of its value instead of a half gained 0.027 +- 0.020 (600 deals, seed 11)
     and 0.004 +- 0.011 (2,000 deals, seed 1; a whole one lost 0.056), so ``gift_weight``
@@ -526,8 +533,11 @@ class StrongStackoBot(BaseBot):
     """At most this many turns saved are charged for one brick (the opponent's value of a
     tower it hardly shows is rough)."""
     play_the_score = True
+    secure_race_share = 0.5
+    """In the last round, ahead, while securing the run that wins the game: the share of
+    the tower's value in the race added to the draws the run still needs
+    (``_secure_values``)."""
     """Weigh the run as the scores demand in the last round (``_plan``)."""
-    need_bonus = 1.5 / TURN_UNITS
     late_bonus = 0.5 / TURN_UNITS
     behind_block = 1.0
     """Turns of mine a turn saved by the opponent is worth, for the brick a move leaves
@@ -538,6 +548,8 @@ class StrongStackoBot(BaseBot):
         self.memory = RoundMemory()
         self.model: TowerModel | GapModel | None = None
         self.screen_model: TowerModel | None = None
+        self.secure_model: TowerModel | None = None
+        self._secured = False
         self.gaps: GapModel | None = None
         self.unit = 1.0
         self.params = params if params is not None else TowerParams()
@@ -597,6 +609,7 @@ class StrongStackoBot(BaseBot):
         per decision. The bonuses are set in turns and scaled by ``unit`` (so
         ``strong-v1``'s are exactly what they always were)."""
         self.screen_model = TowerModel(bricks, slots, self.params)
+        self.secure_model = TowerModel(bricks, slots, TowerParams(temperature=0.0))
         self.gaps = None
         if self.gap_model and fits(bricks, slots):
             self.gaps = GapModel(
@@ -732,14 +745,44 @@ class StrongStackoBot(BaseBot):
         return self._value(tower, know.pool, total) + gift
 
     def _values(self, towers: np.ndarray, pools: np.ndarray, total: float) -> np.ndarray:
+        if self._need:
+            return self._secure_values(towers, pools, total)
+        return self._race_values(towers, pools, total)
+
+    def _race_values(self, towers: np.ndarray, pools: np.ndarray, total: float) -> np.ndarray:
         assert self.model is not None
         v = self.model.values(towers, pools, total)
         if self._bonus:
-            runs = _runs(towers)
-            v = v - self._bonus * self.unit * runs
-            if self._need:
-                v = v - self.need_bonus * self.unit * np.minimum(runs, self._need)
+            v = v - self._bonus * self.unit * _runs(towers)
         return v
+
+    def _secure_values(self, towers: np.ndarray, pools: np.ndarray, total: float) -> np.ndarray:
+        """The last round, ahead (``_plan``): a run of ``need`` bricks from the bottom wins
+        the game whoever finishes the round, and the bottom ``need`` slots sort sooner than
+        the whole tower. So until the tower holds that run, a tower is worth the draws its
+        bottom ``need`` slots still need (``secure_model``: the summed costs of that
+        sub-tower, a hard minimum over its keep sets, since the soft one goes below 0 on so
+        few slots; 0 with the run), plus ``secure_race_share`` of its value in the race
+        (finishing wins too, and a run of small bricks can leave the tower unable to finish:
+        that counts as ``UNFINISHABLE``). Once it holds the run, the race as usual, and a
+        tower that breaks the run is ``HOPELESS`` (it would throw the won game away).
+
+        Measured against ``strong-v1`` over 300 duplicate deals (seed 11), paired, and its
+        rounds against ``kyle`` over 400 (bench/README.md, issue 19, fifth session): the
+        bonus this replaces (``need_bonus``: a quarter of a turn for each brick of the run up
+        to ``need``, which neither reached the run nor kept it) 0.537 and 83.5 % of the
+        rounds (200 deals); the sub-tower alone 0.620 and 73.6 % (200); with the race at
+        0.3 / 0.5 / 1.0: 0.590 / 0.588 / 0.566 and 79.9 / 81.1 / 82.4 % (the last 200)."""
+        assert self.secure_model is not None
+        held = _runs(towers) >= self._need
+        race = self._race_values(towers, pools, total)
+        if self._secured:
+            return np.where(held, race, race + HOPELESS)
+        unit = self.unit / TURN_UNITS  # the summed costs' units in the model's
+        sub = np.maximum(self.secure_model.values(towers[:, : self._need], pools, total), 0.0)
+        race = np.minimum(race, UNFINISHABLE * unit)
+        out: np.ndarray = np.where(held, 0.0, sub * unit) + self.secure_race_share * race
+        return out
 
     def _screened(
         self, towers: np.ndarray, pools: np.ndarray, total: float, screen: int | None = None
@@ -766,11 +809,11 @@ class StrongStackoBot(BaseBot):
         """What the run is worth this turn, as the scores demand (rules §6).
 
         Before the last round: ``run_bonus`` a brick. In the last round, ahead: if the
-        opponent finishes, a run of ``need`` bricks still wins the game, so each brick of the
-        run up to ``need`` is worth ``need_bonus`` more (secure the win, then race). Behind
+        opponent finishes, a run of ``need`` bricks still wins the game, so the bot plays to
+        secure that run first and races only once it holds it (``_secure_values``). Behind
         by more than a run can make up: only finishing can win, and the run is worth
         nothing."""
-        self._bonus, self._need = self.run_bonus, 0
+        self._bonus, self._need, self._secured = self.run_bonus, 0, False
         if not self.play_the_score or view.seat is None:
             return
         # The longer the round, the likelier the opponent finishes first: the run counts more.
@@ -789,6 +832,7 @@ class StrongStackoBot(BaseBot):
                 self._gift = self._gift * self.behind_block
             return
         self._need = need
+        self._secured = bool(_runs(np.array([_my_tower(view)], dtype=np.int64))[0] >= need)
 
     def _placements(
         self, tower: list[int], brick: int, pool: Sequence[float]

@@ -12,6 +12,7 @@ import random
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from stacko import bots
@@ -24,6 +25,7 @@ from stacko.bots.stacko_bots import (
     RoundMemory,
     StrongStackoBot,
     StrongV1StackoBot,
+    _runs,
     ideal_slot,
     knowledge,
 )
@@ -335,3 +337,38 @@ def test_strong_weighs_the_run_as_the_scores_demand() -> None:
     assert bot._need == 0 and bot._bonus == 0
     bot._plan(_midgame_view(hidden, (95, 20), 2))  # ahead by 75: won whatever happens
     assert bot._need == 0
+
+
+def _choice_and_run(
+    mine: tuple[int, ...], open_brick: int, totals: tuple[int, int], rnd: int
+) -> tuple[str, int]:
+    """What strong does with ``open_brick`` offered to ``mine`` (seat 0, its turn, nothing
+    of the opponent shown), and the run from the bottom its tower then has."""
+    view = Stacko(rng=random.Random(4)).view(0)
+    view = view._replace(
+        towers=(mine, (None,) * 10), discard=(open_brick,), totals=totals, round=rnd
+    )
+    move = StrongStackoBot(random.Random(1)).choose(view, view.legal_moves())
+    tower = list(mine)
+    if move.slot is not None:  # a take: the turn starts with the open brick
+        tower[move.slot] = open_brick
+    return str(move), int(_runs(np.array([tower]))[0])
+
+
+def test_strong_secures_the_run_that_wins_the_game_before_racing() -> None:
+    """Round 2, ahead 50 : 10: a run of 3 wins the game whoever finishes. Offered 36, the
+    race (round 1) draws; ahead, it takes 36 into slot 0, where 36 > 33 > 27 is that run
+    (the bonus of the score plan before drew here too)."""
+    mine = (21, 33, 27, 39, 38, 9, 5, 16, 26, 2)
+    assert _choice_and_run(mine, 36, (0, 0), 1) == ("draw", 1)
+    assert _choice_and_run(mine, 36, (50, 10), 2) == ("take 0", 3)
+
+
+@pytest.mark.parametrize("brick", [30, 31, 33, 34, 36])
+def test_strong_never_breaks_the_run_that_wins_the_game(brick: int) -> None:
+    """With that run (24 > 15 > 5) in hand, a brick the race would put into it (round 1:
+    slot 1 or 2) is left alone: the summed bonus the score plan had before took 30 and 31
+    into slot 2 and threw the won game away."""
+    mine = (24, 15, 5, 20, 39, 21, 35, 32, 22, 10)
+    assert _choice_and_run(mine, brick, (0, 0), 1)[1] < 3
+    assert _choice_and_run(mine, brick, (50, 10), 2) == ("draw", 3)
