@@ -533,11 +533,11 @@ class StrongStackoBot(BaseBot):
     """At most this many turns saved are charged for one brick (the opponent's value of a
     tower it hardly shows is rough)."""
     play_the_score = True
+    """Weigh the run as the scores demand in the last round (``_plan``)."""
     secure_race_share = 0.5
     """In the last round, ahead, while securing the run that wins the game: the share of
     the tower's value in the race added to the draws the run still needs
     (``_secure_values``)."""
-    """Weigh the run as the scores demand in the last round (``_plan``)."""
     late_bonus = 0.5 / TURN_UNITS
     behind_block = 1.0
     """Turns of mine a turn saved by the opponent is worth, for the brick a move leaves
