@@ -29,7 +29,7 @@ The tables are data shipped with the package (``gap_tables.npz``, made by
 from __future__ import annotations
 
 import argparse
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -124,6 +124,15 @@ def fits(bricks: int, slots: int) -> bool:
     return slots <= MAX_GAP and bricks <= MAX_BRICKS
 
 
+@cache
+def _pairs(width: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.triu_indices(width, 1)``, once per width (every ``values`` call wants it)."""
+    i_idx, j_idx = np.triu_indices(width, 1)
+    i_idx.setflags(write=False)
+    j_idx.setflags(write=False)
+    return i_idx, j_idx
+
+
 class GapModel:
     """Values towers in turns by the parallel fill of their gaps (see the module).
 
@@ -150,6 +159,8 @@ class GapModel:
         log_g, self.weights = load_tables()
         self.log_g = log_g.astype(np.float64)
         self.top = self.log_g.shape[1] - 1
+        self._flat_log_g = self.log_g.reshape(-1, self.log_g.shape[2])
+        """``log_g`` by ``k * (top + 1) + m``: one ``take`` per gap."""
 
     def values(
         self,
@@ -163,7 +174,8 @@ class GapModel:
         ``TowerModel.values``. A finished tower is worth a little more than 0 here (its
         empty keep set too enters the soft minimum): only differences count."""
         c, n = towers.shape
-        vals = np.empty((c, n + 2), dtype=np.int64)
+        width = n + 2
+        vals = np.empty((c, width), dtype=np.int64)
         vals[:, 0] = self.bricks + 1  # a virtual floor under slot 0 ...
         vals[:, 1:-1] = towers
         vals[:, -1] = 0  # ... and a roof over the top slot
@@ -172,85 +184,123 @@ class GapModel:
             weight = weight.copy()
             weight[np.arange(c)[:, None], towers] += self.tower_weight
         mass = np.cumsum(weight, axis=1)  # mass[v]: weight of the bricks up to v
-        keep = np.ones((c, n + 2), dtype=bool)
+        keep = np.ones((c, width), dtype=bool)
         if keepable is not None:
             keep[:, 1:-1] = keepable
-        # The gap between every pair of positions i < j that can both be kept, at once.
-        i_idx, j_idx = np.triu_indices(n + 2, 1)
+        # The gap between every pair of positions i < j that can both be kept, at once: gap
+        # ``g`` is the ``g``-th allowed pair in (tower, i, j) order, so the gaps after
+        # (tower, i) are a run of consecutive ids (``first``, ``count``).
+        i_idx, j_idx = _pairs(width)
         hi, lo = vals[:, i_idx], vals[:, j_idx]
         ok = (hi > lo) & keep[:, i_idx] & keep[:, j_idx]
         rows, pair = np.nonzero(ok)
-        k = j_idx[pair] - i_idx[pair] - 1
-        m = np.clip(mass[rows, hi[rows, pair] - 1] - mass[rows, lo[rows, pair]], 0.0, self.top)
+        gap_i, gap_j = i_idx.take(pair), j_idx.take(pair)
+        k = gap_j - gap_i - 1
+        span = mass.shape[1]
+        flat_mass = mass.ravel()
+        m = np.clip(
+            flat_mass.take(rows * span + vals.ravel().take(rows * width + gap_i) - 1)
+            - flat_mass.take(rows * span + vals.ravel().take(rows * width + gap_j)),
+            0.0,
+            self.top,
+        )
         m0 = np.minimum(m.astype(np.int64), self.top - 1)
         f = (m - m0)[:, None]
-        gaps = self.log_g[k, m0] * (1.0 - f) + self.log_g[k, m0 + 1] * f
-        slot_of = np.full((c, n + 2, n + 2), -1, dtype=np.int64)
-        slot_of[rows, i_idx[pair], j_idx[pair]] = np.arange(len(rows))
+        at = k * (self.top + 1) + m0
+        gaps = (
+            self._flat_log_g.take(at, axis=0) * (1.0 - f)
+            + self._flat_log_g.take(at + 1, axis=0) * f
+        )
+        count = np.bincount(rows * width + gap_i, minlength=c * width)
+        first = np.cumsum(count) - count
         scale = self.weights * total  # turns from 1 - F at the nodes
-        bound = self._longest_bound(vals, slot_of, gaps, scale) + self.margin
+        bound = self._longest_bound(c, width, rows, gap_i, gap_j, gaps, scale)
+        bound += self.margin
         # Extend keep sets slot by slot: each chain is (tower, last kept position, sum of
         # log G of its gaps so far); a chain reaching the roof is a whole keep set. More
         # gaps only lengthen the wait, so a chain already slower than ``bound`` (a keep
         # set's time plus ``margin``) is dropped: its keep sets would weigh next to nothing.
-        chain = np.arange(c)
-        last = np.zeros(c, dtype=np.int64)
-        acc = np.zeros((c, self.log_g.shape[2]))
+        chain = np.arange(c)  # the tower of each live chain
+        at = chain * width  # its (tower, last kept position)
+        src = chain  # its row of ``acc``
+        acc = np.zeros((c, gaps.shape[1]))
         done_rows, done_turns = [], []
         while len(chain):
-            nxt = slot_of[chain, last]  # (chains, n + 2): -1 where the pair is not allowed
-            li, j = np.nonzero(nxt >= 0)
-            row = chain[li]
-            new_acc = acc[li] + gaps[nxt[li, j]]
-            turns = (1.0 - np.exp(new_acc)) @ scale
-            alive = turns <= bound[row]
-            whole = j == n + 1
-            done_rows.append(row[whole & alive])
-            done_turns.append(turns[whole & alive])
-            go = alive & ~whole
-            chain, last, acc = row[go], j[go], new_acc[go]
+            # Every allowed next position of every chain, chain by chain, in order of j.
+            per = count.take(at)
+            grown = int(per.sum())
+            start = np.cumsum(per) - per
+            gap = np.arange(grown) + np.repeat(first.take(at) - start, per)
+            row = np.repeat(chain, per)
+            j = gap_j.take(gap)
+            new_acc, turns = _grow(acc, np.repeat(src, per), gaps, gap, scale)
+            alive = turns <= bound.take(row)
+            end = alive & (j == width - 1)
+            done_rows.append(row[end])
+            done_turns.append(turns[end])
+            go = np.flatnonzero(alive ^ end)
+            chain, src, acc = row.take(go), go, new_acc
+            at = chain * width + j.take(go)
         which = np.concatenate(done_rows)
         turns = np.concatenate(done_turns)
         low = np.full(c, np.inf)
         np.minimum.at(low, which, turns)
         if self.temperature > 0:
-            soft = np.zeros(c)
-            np.add.at(soft, which, np.exp(-(turns - low[which]) / self.temperature))
+            soft = np.bincount(
+                which, np.exp(-(turns - low.take(which)) / self.temperature), minlength=c
+            )
             low = low - self.temperature * np.log(soft)
         return low
 
     def _longest_bound(
         self,
-        vals: np.ndarray,
-        slot_of: np.ndarray,
+        c: int,
+        width: int,
+        rows: np.ndarray,
+        gap_i: np.ndarray,
+        gap_j: np.ndarray,
         gaps: np.ndarray,
         scale: np.ndarray,
     ) -> np.ndarray:
         """The time of one good keep set per tower, a longest one (the longest decreasing
         subsequence of the bricks that may be kept): a bound for pruning, and close to the
-        best where keep sets are most numerous, in nearly sorted towers."""
-        c, width = vals.shape
-        rows = np.arange(c)
+        best where keep sets are most numerous, in nearly sorted towers.
+
+        Among equally long chains into a position the one from the lowest position is
+        followed, the roof's back to the floor."""
+        slot_of = np.full((c, width, width), -1, dtype=np.int64)
+        slot_of[rows, gap_i, gap_j] = np.arange(len(rows))
+        can = slot_of >= 0
         length = np.zeros((c, width), dtype=np.int64)
         parent = np.zeros((c, width), dtype=np.int64)
         length[:, 0] = 1
         for j in range(1, width):
-            can = slot_of[:, :j, j] >= 0  # (c, j): i may precede j in a keep set
-            score = np.where(can, length[:, :j], 0)
+            score = can[:, :j, j] * length[:, :j]
             parent[:, j] = score.argmax(axis=1)
             length[:, j] = score.max(axis=1) + 1
-        acc = np.zeros((c, self.log_g.shape[2]))
-        at = np.full(c, width - 1)
-        while True:
-            live = at > 0
-            if not live.any():
-                break
-            r = rows[live]
-            before = parent[r, at[live]]
-            acc[r] += gaps[slot_of[r, before, at[live]]]
-            at[live] = before
+        # Back from the roof, adding each gap as the pruned search would, a zero gap (id -1)
+        # once a tower's chain has reached the floor.
+        zero = np.vstack([gaps, np.zeros((1, gaps.shape[1]))])
+        acc = np.zeros((c, gaps.shape[1]))
+        here = np.full(c, width - 1)
+        tower = np.arange(c)
+        for _ in range(int(length[:, -1].max()) - 1):
+            before = parent[tower, here]
+            acc += zero.take(slot_of[tower, before, here], axis=0)
+            here = before
         out: np.ndarray = (1.0 - np.exp(acc)) @ scale
         return out
+
+
+def _grow(
+    acc: np.ndarray, src: np.ndarray, gaps: np.ndarray, gap: np.ndarray, scale: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(acc[src] + gaps[gap], (1 - exp of that) @ scale)``: each chain grown by one gap,
+    and its time in turns."""
+    out = acc.take(src, axis=0)
+    out += gaps.take(gap, axis=0)
+    turns: np.ndarray = np.subtract(1.0, np.exp(out)) @ scale
+    return out, turns
 
 
 def main(argv: list[str] | None = None) -> int:
