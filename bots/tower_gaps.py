@@ -223,7 +223,10 @@ class GapModel:
         chain = np.arange(c)  # the tower of each live chain
         at = chain * width  # its (tower, last kept position)
         src = chain  # its row of ``acc``
-        acc = np.zeros((c, gaps.shape[1]))
+        nodes = gaps.shape[1]
+        held, spare, work = _Rows(nodes), _Rows(nodes), _Rows(nodes)
+        acc = held.rows(c)
+        acc.fill(0.0)
         done_rows, done_turns = [], []
         while len(chain):
             # Every allowed next position of every chain, chain by chain, in order of j.
@@ -233,7 +236,8 @@ class GapModel:
             gap = np.arange(grown) + np.repeat(first.take(at) - start, per)
             row = np.repeat(chain, per)
             j = gap_j.take(gap)
-            new_acc, turns = _grow(acc, np.repeat(src, per), gaps, gap, scale)
+            new_acc = spare.rows(grown)
+            turns = _grow(acc, np.repeat(src, per), gaps, gap, scale, new_acc, work)
             alive = turns <= bound.take(row)
             end = alive & (j == width - 1)
             done_rows.append(row[end])
@@ -241,6 +245,7 @@ class GapModel:
             go = np.flatnonzero(alive ^ end)
             chain, src, acc = row.take(go), go, new_acc
             at = chain * width + j.take(go)
+            held, spare = spare, held
         which = np.concatenate(done_rows)
         turns = np.concatenate(done_turns)
         low = np.full(c, np.inf)
@@ -292,15 +297,49 @@ class GapModel:
         return out
 
 
+class _Rows:
+    """A buffer of rows of nodes reused by every step of one ``values`` call: a fresh array
+    the size of a step (up to a megabyte) costs its page faults each time, as much as the
+    arithmetic on it."""
+
+    def __init__(self, nodes: int) -> None:
+        self.buf = np.empty((0, nodes))
+
+    def rows(self, n: int) -> np.ndarray:
+        """The first ``n`` rows (contents undefined), grown if needed."""
+        if n > len(self.buf):
+            self.buf = np.empty((max(n, 2 * len(self.buf)), self.buf.shape[1]))
+        return self.buf[:n]
+
+
+STEP_ROWS = 2048
+"""Chains grown at a time by ``_grow``, so that its work stays in the cache. A multiple of
+4: BLAS's matrix-vector kernel takes rows 4 at a time, so a chain's turns are the same bits
+as in one product over the whole step."""
+
+
 def _grow(
-    acc: np.ndarray, src: np.ndarray, gaps: np.ndarray, gap: np.ndarray, scale: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(acc[src] + gaps[gap], (1 - exp of that) @ scale)``: each chain grown by one gap,
-    and its time in turns."""
-    out = acc.take(src, axis=0)
-    out += gaps.take(gap, axis=0)
-    turns: np.ndarray = np.subtract(1.0, np.exp(out)) @ scale
-    return out, turns
+    acc: np.ndarray,
+    src: np.ndarray,
+    gaps: np.ndarray,
+    gap: np.ndarray,
+    scale: np.ndarray,
+    out: np.ndarray,
+    work: _Rows,
+) -> np.ndarray:
+    """Each chain grown by one gap, ``out = acc[src] + gaps[gap]``, and its time in turns,
+    ``(1 - exp(out)) @ scale``, ``STEP_ROWS`` chains at a time."""
+    grown = len(src)
+    turns = np.empty(grown)
+    for a in range(0, grown, STEP_ROWS):
+        b = min(grown, a + STEP_ROWS)
+        here, add = out[a:b], work.rows(b - a)
+        np.take(acc, src[a:b], axis=0, out=here, mode="clip")
+        np.take(gaps, gap[a:b], axis=0, out=add, mode="clip")
+        here += add
+        np.exp(here, out=add)
+        np.matmul(np.subtract(1.0, add, out=add), scale, out=turns[a:b])
+    return turns
 
 
 def main(argv: list[str] | None = None) -> int:
