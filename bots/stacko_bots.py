@@ -28,6 +28,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -400,47 +401,82 @@ class TowerModel:
         shape as ``towers``, optional) marks the slots whose brick may be kept: a slot whose
         brick is unknown (an opponent's hidden slot) is a gap to fill."""
         c, slots = towers.shape
+        width = slots + 2
         mass = np.cumsum(pools, axis=1)
         count = np.cumsum(pools > 0, axis=1)
-        vals = np.empty((c, slots + 2), dtype=np.int64)
-        vals[:, 0] = self.bricks + 1  # a virtual floor under slot 0 ...
-        vals[:, 1:-1] = towers
-        vals[:, -1] = 0  # ... and a roof over the top slot
-        rows = np.arange(c)[:, None]
+        # Positions by rows and towers by columns ([position, tower]): every step below
+        # works on whole rows, and a minimum over positions is one vector operation (over
+        # the towers' own rows numpy reduces each tower apart, slowly).
+        vals = np.empty((width, c), dtype=np.int64)
+        vals[0] = self.bricks + 1  # a virtual floor under slot 0 ...
+        vals[1:-1] = towers.T
+        vals[-1] = 0  # ... and a roof over the top slot
+        cols = np.arange(c)
         below = np.maximum(vals - 1, 0)
-        mass_below = mass[rows, below]  # pool weight of the bricks under each value
-        count_below = count[rows, below]
-        mass_at = mass[rows, vals]
-        count_at = count[rows, vals]
+        mass_below = mass[cols, below]  # pool weight of the bricks under each value
+        count_below = count[cols, below]
+        mass_at = mass[cols, vals]
+        count_at = count[cols, vals]
+        # Every gap at once: row ``g`` is the pair (i, j) of ``_lower_pairs``, so the gaps
+        # into position ``j`` are rows ``j (j - 1) / 2`` onwards, one per i < j.
+        lower, upper, k = _lower_pairs(width)
+        gap_k = k[:, None]
+        ok = (vals[lower] > vals[upper]) & (count_below[lower] - count_at[upper] >= gap_k)
         if keepable is not None:
-            keep = np.ones((c, slots + 2), dtype=bool)
-            keep[:, 1:-1] = keepable
-        best = np.full((c, slots + 2), np.inf)
-        best[:, 0] = 0.0
+            keep = np.ones((width, c), dtype=bool)
+            keep[1:-1] = keepable.T
+            ok &= keep[lower] & keep[upper]
+        best = np.full((width, c), np.inf)
+        best[0] = 0.0
         with np.errstate(divide="ignore", invalid="ignore"):
-            for j in range(1, slots + 2):
-                k = np.arange(j - 1, -1, -1)  # slots strictly between i = 0..j-1 and j
-                m = mass_below[:, :j] - mass_at[:, j : j + 1]
-                ok = (vals[:, :j] > vals[:, j : j + 1]) & (
-                    count_below[:, :j] - count_at[:, j : j + 1] >= k
-                )
-                if keepable is not None:
-                    ok &= keep[:, :j] & keep[:, j : j + 1]
-                if self.k_power == 2.0 and self.m_power == 1.0 and self.gap_cost == 0.0:
-                    gap = np.where(k > 0, total * k * k / m, 0.0)
-                else:
-                    scaled = total * k.astype(float) ** self.k_power / m**self.m_power
-                    gap = np.where(k > 0, scaled + self.gap_cost, 0.0)
-                cost = np.where(ok, best[:, :j] + gap, np.inf)
-                low = cost.min(axis=1)
+            m = mass_below[lower] - mass_at[upper]
+            if self.k_power == 2.0 and self.m_power == 1.0 and self.gap_cost == 0.0:
+                gap = np.where(gap_k > 0, (total * k * k)[:, None] / m, 0.0)
+            else:
+                scaled = (total * k.astype(float) ** self.k_power)[:, None] / m**self.m_power
+                gap = np.where(gap_k > 0, scaled + self.gap_cost, 0.0)
+            gap[~ok] = np.inf  # best + inf is inf: the pairs that cannot both be kept
+            first = 0
+            for j in range(1, width):
+                cost = best[:j] + gap[first : first + j]
+                first += j
+                low = cost.min(axis=0)
                 if self.temperature > 0:
                     finite = np.isfinite(low)
-                    shift = np.where(finite, low, 0.0)[:, None]
-                    soft = np.exp(-(cost - shift) / self.temperature).sum(axis=1)
-                    low = np.where(finite, shift[:, 0] - self.temperature * np.log(soft), np.inf)
-                best[:, j] = low
-        out: np.ndarray = np.where(np.isfinite(best[:, -1]), best[:, -1], HOPELESS)
+                    shift = np.where(finite, low, 0.0)
+                    soft = _column_sums(np.exp((shift - cost) / self.temperature))
+                    low = np.where(finite, shift - self.temperature * np.log(soft), np.inf)
+                best[j] = low
+        out: np.ndarray = np.where(np.isfinite(best[-1]), best[-1], HOPELESS)
         return out
+
+
+@cache
+def _lower_pairs(width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(i, j, k)``: every pair of positions ``i < j`` by ``j`` then ``i``, and the
+    ``k = j - 1 - i`` slots between them."""
+    upper = np.repeat(np.arange(width), np.arange(width))
+    lower = np.concatenate([np.arange(j) for j in range(width)])
+    k = upper - 1 - lower
+    for a in (lower, upper, k):
+        a.setflags(write=False)
+    return lower, upper, k
+
+
+def _column_sums(terms: np.ndarray) -> np.ndarray:
+    """The sum of each column, added in the order numpy's sum of a row takes (one by one
+    up to 7 terms, from 8 in eight partial sums paired up), so that ``TowerModel``'s values
+    are the same bits as when it summed each tower's row."""
+    n = len(terms)
+    if n < 8:
+        out: np.ndarray = np.add.reduce(terms, axis=0)
+        return out
+    pairs = terms[0:8:2] + terms[1:8:2]
+    pairs = pairs[0::2] + pairs[1::2]
+    out = pairs[0] + pairs[1]
+    for i in range(8, n):
+        out += terms[i]
+    return out
 
 
 HOPELESS = 1e6
