@@ -662,7 +662,8 @@ class StrongStackoBot(BaseBot):
     ) -> Move:
         """Alone, with a drawn brick: the ``lookahead`` best placements by the gap model and
         the pass, compared by their value one turn later (``_backup``); by the value now if
-        ``should_stop`` says so first.
+        ``should_stop`` says so before the backup or before the take-back below (a backup
+        without the take-back plays worse than the value now: bench/README.md).
 
         Next turn the brick given up is the open brick (alone, the turn comes straight
         back), so a candidate is also worth a turn plus taking that brick back into its
@@ -670,11 +671,17 @@ class StrongStackoBot(BaseBot):
         towers, pools = self._placements(tower, drawn, know.pool)
         v = self._values(towers, pools, total)
         top = np.argsort(v, kind="stable")[: self.lookahead]
-        if should_stop is not None and should_stop():
+
+        def now() -> Move:
             return place(int(top[0])) if v[top[0]] < self._value(tower, know.pool, total) else PASS
+
+        if should_stop is not None and should_stop():
+            return now()
         cand = np.vstack([towers[top], np.array([tower], dtype=np.int64)])
         cand_pools = np.vstack([pools[top], np.array([know.pool], dtype=float)])
         after = self._backup(cand, cand_pools, know.draw_prob, total)
+        if should_stop is not None and should_stop():
+            return now()
         given_up = np.array([[tower[s]] for s in top] + [[drawn]], dtype=np.int64)
         forbid = np.append(top, -1)
         retake = 1.0 + self._after_placing(cand, cand_pools, given_up, total, forbid)[:, 0]

@@ -244,3 +244,49 @@ def test_strong_alone_places_by_the_backup_and_passes_when_it_says_so() -> None:
         greedy = place(top[0]) if now.min() < bot._value(tower, pool, total) else PASS
         differs += move != greedy
     assert moves == {True, False} and differs > 0
+
+
+class _Budgeted:
+    """A bot whose every ``choose`` gets a fresh ``should_stop`` that is True from its
+    ``n``-th call on (what the server's workers pass when the budget runs out)."""
+
+    def __init__(self, bot, n: int) -> None:  # type: ignore[no-untyped-def]
+        self.bot, self.n, self.name = bot, n, bot.name
+        self.stops = 0
+
+    def reset(self) -> None:
+        self.bot.reset()
+
+    def choose(self, view, legal, *, should_stop=None):  # type: ignore[no-untyped-def]
+        calls = 0
+
+        def stop() -> bool:
+            nonlocal calls
+            calls += 1
+            self.stops += calls >= self.n
+            return calls >= self.n
+
+        return self.bot.choose(view, legal, should_stop=stop)
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_strong_alone_answers_at_once_when_asked_to_stop(n: int) -> None:
+    """Alone, with a drawn brick, ``should_stop`` True before the backup (n = 1, from the
+    start) or after it (n = 2): the bot answers with a legal move by the value now, as
+    without the lookahead, and still finishes its towers. With n = 2 the take-or-draw
+    choice (one ``should_stop`` call at these options) runs in full, so every move is that
+    of the bot that does not look ahead."""
+    import random
+
+    from stacko.bots.stacko_bots import StrongStackoBot
+    from stacko.clients.arena import solitaire_turns
+
+    for k in range(3):
+        seed = f"stop:{k}"
+        budgeted = _Budgeted(StrongStackoBot(random.Random(k)), n)
+        turns = solitaire_turns(budgeted, seed)  # checks every move is legal
+        assert turns < 500 and budgeted.stops > 0
+        if n == 2:
+            greedy = StrongStackoBot(random.Random(k))
+            greedy.lookahead = 0
+            assert turns == solitaire_turns(greedy, seed)
