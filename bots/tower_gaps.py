@@ -313,10 +313,11 @@ class _Rows:
 
 
 STEP_ROWS = 2048
-"""Chains grown at a time by ``_grow``, so that its work stays in the cache. A power of 2,
-and the last part of a step takes the rest (a product of one row is a dot product, of other
-bits): BLAS's matrix-vector kernel takes rows 4 at a time, so a chain's turns are the same
-bits as in one product over the whole step (checked on 7,500 calls of the strong bot)."""
+"""Chains grown at a time by ``_grow``, so that its work stays in the cache (measured on
+the 40 heaviest calls of 30 solitaire towers: 512 / 1,024 / 2,048 / 4,096 rows, 3.8 / 3.6 /
+3.5 / 3.6 ms a call). A power of 2: the BLAS matrix-vector kernel takes rows 4 at a time,
+so a chain's turns are the same bits as in one product over the whole step (checked on
+7,500 calls of the strong bot)."""
 
 
 def _grow(
@@ -332,16 +333,18 @@ def _grow(
     ``(1 - exp(out)) @ scale``, ``STEP_ROWS`` chains at a time."""
     grown = len(src)
     turns = np.empty(grown)
-    steps = max(1, grown // STEP_ROWS)  # the last step takes the rest: never a short one
-    for step in range(steps):
-        a = step * STEP_ROWS
-        b = grown if step == steps - 1 else a + STEP_ROWS
+    a = 0
+    while a < grown:
+        b = min(grown, a + STEP_ROWS)
+        if b == grown - 1:
+            b = grown  # never a product of one row: numpy makes it a dot product, other bits
         here, add = out[a:b], work.rows(b - a)
         np.take(acc, src[a:b], axis=0, out=here, mode="clip")
         np.take(gaps, gap[a:b], axis=0, out=add, mode="clip")
         here += add
         np.exp(here, out=add)
         np.matmul(np.subtract(1.0, add, out=add), scale, out=turns[a:b])
+        a = b
     return turns
 
 
