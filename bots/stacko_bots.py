@@ -662,29 +662,27 @@ class StrongStackoBot(BaseBot):
     ) -> Move:
         """Alone, with a drawn brick: the ``lookahead`` best placements by the gap model and
         the pass, compared by their value one turn later (``_backup``); by the value now if
-        ``should_stop`` says so before the backup or before the take-back below (a backup
-        without the take-back plays worse than the value now: bench/README.md).
+        ``should_stop`` says so first.
 
         Next turn the brick given up is the open brick (alone, the turn comes straight
         back), so a candidate is also worth a turn plus taking that brick back into its
-        best slot, but not into the slot it came from, which would undo the move."""
+        best slot, but not into the slot it came from, which would undo the move. Both are
+        valued in one batch (``_after_placing``): one call of each model."""
         towers, pools = self._placements(tower, drawn, know.pool)
         v = self._values(towers, pools, total)
         top = np.argsort(v, kind="stable")[: self.lookahead]
-
-        def now() -> Move:
-            return place(int(top[0])) if v[top[0]] < self._value(tower, know.pool, total) else PASS
-
         if should_stop is not None and should_stop():
-            return now()
+            return place(int(top[0])) if v[top[0]] < self._value(tower, know.pool, total) else PASS
         cand = np.vstack([towers[top], np.array([tower], dtype=np.int64)])
         cand_pools = np.vstack([pools[top], np.array([know.pool], dtype=float)])
-        after = self._backup(cand, cand_pools, know.draw_prob, total)
-        if should_stop is not None and should_stop():
-            return now()
-        given_up = np.array([[tower[s]] for s in top] + [[drawn]], dtype=np.int64)
-        forbid = np.append(top, -1)
-        retake = 1.0 + self._after_placing(cand, cand_pools, given_up, total, forbid)[:, 0]
+        bs = _drawable(know.draw_prob)
+        given_up = np.array([tower[s] for s in top] + [drawn], dtype=np.int64)
+        bricks = np.column_stack([np.tile(bs, (len(cand), 1)), given_up])
+        forbid = np.full(bricks.shape, -1)
+        forbid[:, -1] = np.append(top, -1)
+        w = self._after_placing(cand, cand_pools, bricks, total, forbid)
+        after = _wait_value(w[:, :-1], bs, know.draw_prob)
+        retake = 1.0 + w[:, -1]
         best = int(np.argmin(np.minimum(after, retake)))
         return PASS if best == len(top) else place(int(top[best]))
 
@@ -692,18 +690,10 @@ class StrongStackoBot(BaseBot):
         self, towers: np.ndarray, pools: np.ndarray, draw_prob: Sequence[float], total: float
     ) -> np.ndarray:
         """The value of each tower one draw later: each brick that may be drawn goes into its
-        best slot (``_after_placing``), and the player passes, a turn each, until one of the
-        bricks worth the most comes, as many of them as is best (the exact solver's Bellman
-        step, ``wait_value`` in bench/exact_solitaire.py; ``draw_prob`` sums to 1)."""
-        bs = np.array([b for b, p in enumerate(draw_prob) if p > 0], dtype=np.int64)
-        if not len(bs):
-            return np.full(len(towers), np.inf)
+        best slot (``_after_placing``), then ``_wait_value``."""
+        bs = _drawable(draw_prob)
         w = self._after_placing(towers, pools, np.tile(bs, (len(towers), 1)), total)
-        order = np.argsort(w, axis=1)
-        w = np.take_along_axis(w, order, axis=1)
-        q = np.array([draw_prob[b] for b in bs])[order]
-        out: np.ndarray = ((1.0 + np.cumsum(q * w, axis=1)) / np.cumsum(q, axis=1)).min(axis=1)
-        return out
+        return _wait_value(w, bs, draw_prob)
 
     def _after_placing(
         self,
@@ -714,9 +704,9 @@ class StrongStackoBot(BaseBot):
         forbid: np.ndarray | None = None,
     ) -> np.ndarray:
         """``(towers, bricks per row)``: the value of each tower (rows) with each brick of
-        its row of ``bricks`` in its best slot (not the row's ``forbid`` slot, if any; -1:
-        none), the slot's brick given up (``_placements``); valued by ``_screened``, a
-        finished tower 0 (turns to go)."""
+        its row of ``bricks`` in its best slot (not the slot in ``forbid``, of the same shape
+        as ``bricks``, if any; -1: none), the slot's brick given up (``_placements``); valued
+        by ``_screened``, a finished tower 0 (turns to go)."""
         c, n = towers.shape
         nb, width = bricks.shape[1], pools.shape[1]
         ci, bi, si = np.ix_(np.arange(c), np.arange(nb), np.arange(n))
@@ -730,8 +720,8 @@ class StrongStackoBot(BaseBot):
         v[np.all(flat[:, 1:] < flat[:, :-1], axis=1)] = 0.0
         v = v.reshape(c, nb, n)
         if forbid is not None:
-            rows = np.flatnonzero(forbid >= 0)
-            v[rows, :, forbid[rows]] = np.inf
+            rows, cols = np.nonzero(forbid >= 0)
+            v[rows, cols, forbid[rows, cols]] = np.inf
         out: np.ndarray = v.min(axis=2)
         return out
 
@@ -904,6 +894,25 @@ class StrongStackoBot(BaseBot):
             probs = np.array([know.draw_prob[b] for b in chunk])
             expected += float(np.dot(probs, np.minimum(v.min(axis=1), passed)))
         return expected
+
+
+def _drawable(draw_prob: Sequence[float]) -> np.ndarray:
+    """The bricks that may be drawn."""
+    return np.array([b for b, p in enumerate(draw_prob) if p > 0], dtype=np.int64)
+
+
+def _wait_value(w: np.ndarray, bs: np.ndarray, draw_prob: Sequence[float]) -> np.ndarray:
+    """Per row of ``w`` (the value after each brick of ``bs`` is drawn and placed): the
+    player passes, a turn each, until one of the bricks worth the most comes, as many of
+    them as is best (the exact solver's Bellman step, ``wait_value`` in
+    bench/exact_solitaire.py; ``draw_prob`` sums to 1); ``inf`` if no brick may come."""
+    if not len(bs):
+        return np.full(len(w), np.inf)
+    order = np.argsort(w, axis=1)
+    w = np.take_along_axis(w, order, axis=1)
+    q = np.array([draw_prob[b] for b in bs])[order]
+    out: np.ndarray = ((1.0 + np.cumsum(q * w, axis=1)) / np.cumsum(q, axis=1)).min(axis=1)
+    return out
 
 
 DRAW_CHUNK = 512

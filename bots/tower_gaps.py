@@ -174,6 +174,19 @@ class GapModel:
         ``TowerModel.values``. A finished tower is worth a little more than 0 here (its
         empty keep set too enters the soft minimum): only differences count."""
         c, n = towers.shape
+        if c >= SAME_ROWS:
+            # A batch of candidates often holds the same tower twice (a brick into the slot
+            # of the brick just drawn, or into the tower before it): each is valued once.
+            parts = [towers.astype(np.int64), np.asarray(pools, dtype=float).view(np.int64)]
+            if keepable is not None:
+                parts.append(np.asarray(keepable, dtype=np.int64))
+            rows = np.ascontiguousarray(np.hstack(parts))
+            key = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1])))[:, 0]
+            _, one, again = np.unique(key, return_index=True, return_inverse=True)
+            if len(one) < c:
+                sub = None if keepable is None else keepable[one]
+                out: np.ndarray = self.values(towers[one], pools[one], total, sub)[again]
+                return out
         width = n + 2
         vals = np.empty((c, width), dtype=np.int64)
         vals[:, 0] = self.bricks + 1  # a virtual floor under slot 0 ...
@@ -322,6 +335,9 @@ class _Rows:
             self.buf = np.empty((max(n, 2 * len(self.buf)), self.buf.shape[1]))
         return self.buf[:n]
 
+
+SAME_ROWS = 16
+"""Batches of this many towers or more are searched for the same tower twice."""
 
 STEP_ROWS = 2048
 """Chains grown at a time by ``_grow``, so that its work stays in the cache: a step of a
