@@ -829,12 +829,12 @@ class StrongStackoBot(BaseBot):
         """Candidate towers and pools: ``brick`` into each slot in turn (the removed brick
         goes to the discard pile)."""
         slots = len(tower)
-        towers = np.tile(np.array(tower, dtype=np.int64), (slots, 1))
-        idx = np.arange(slots)
-        towers[idx, idx] = brick
-        pools = np.tile(np.array(pool, dtype=float), (slots, 1))
+        row = np.array(tower, dtype=np.int64)
+        towers = np.repeat(row[None, :], slots, axis=0)
+        towers.ravel()[:: slots + 1] = brick  # the diagonal
+        pools = np.repeat(np.array(pool, dtype=float)[None, :], slots, axis=0)
         pools[:, brick] = 0.0
-        pools[idx, tower] = self._discard
+        pools[np.arange(slots), row] = self._discard
         return towers, pools
 
     def _value(self, tower: list[int], pool: list[float], total: float) -> float:
