@@ -236,7 +236,13 @@ class GapModel:
         # next to nothing. A chain's whole keep set is valued as the chain is made, and if
         # it is within the bound, so is the chain (it waits no longer): only the chains whose
         # whole keep set is not are valued on their own.
-        roof = first + count - 1  # the last gap after (tower, i) is the one to the roof
+        # The last gap after (tower, i) is the one to the roof, if any (a kept brick of value
+        # 0 has none: a chain there has no whole keep set, and no gap after it).
+        last = first + count - 1
+        roofed = (count > 0) & (gap_j.take(np.maximum(last, 0)) == width - 1)
+        roof = np.where(roofed, last, len(gaps))
+        onward = count - roofed  # the gaps after (tower, i) but the one to the roof
+        gaps = np.vstack([gaps, np.full((1, gaps.shape[1]), np.nan)])  # no bound admits it
         floor = np.arange(c) * width
         turns = np.subtract(1.0, np.exp(gaps.take(roof.take(floor), axis=0))) @ scale
         kept = np.flatnonzero(turns <= bound)  # the keep sets of no brick
@@ -250,7 +256,7 @@ class GapModel:
         acc.fill(0.0)
         while len(chain):
             # Every allowed next position but the roof of every chain, chain by chain.
-            per = count.take(at) - 1
+            per = onward.take(at)
             grown = int(per.sum())
             start = np.cumsum(per) - per
             gap = np.arange(grown) + np.repeat(first.take(at) - start, per)
@@ -307,8 +313,8 @@ class GapModel:
             score = can[:, :j, j] * length[:, :j]
             parent[:, j] = score.argmax(axis=1)
             length[:, j] = score.max(axis=1) + 1
-        # Back from the roof, adding each gap as the pruned search would, a zero gap (id -1)
-        # once a tower's chain has reached the floor.
+        # Back from the roof, adding each gap of the chain, then a zero gap (id -1) once a
+        # tower's chain has reached the floor.
         zero = np.vstack([gaps, np.zeros((1, gaps.shape[1]))])
         acc = np.zeros((c, gaps.shape[1]))
         here = np.full(c, width - 1)
@@ -323,7 +329,7 @@ class GapModel:
 
 class _Rows:
     """A buffer of rows of nodes reused by every step of one ``values`` call: a fresh array
-    the size of a step (up to a megabyte) costs its page faults each time, as much as the
+    the size of a step (up to 2 MB) costs its page faults each time, as much as the
     arithmetic on it."""
 
     def __init__(self, nodes: int) -> None:

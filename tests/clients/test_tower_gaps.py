@@ -350,6 +350,7 @@ def test_the_pruned_search_values_towers_as_every_keep_set_does() -> None:
     towers[1] = sorted(towers[1], reverse=True)
     towers[2] = towers[1]
     towers[2][[3, 4]] = towers[2][[4, 3]]  # nearly sorted: the most keep sets
+    towers[3][2] = 0  # a kept slot of no brick: no keep set ends there
     pools = _uniform_pool(towers, bricks)
     total = float(bricks - slots)
     for margin in (1e9, 6.0, 2.0):
@@ -357,8 +358,11 @@ def test_the_pruned_search_values_towers_as_every_keep_set_does() -> None:
         brute = [_brute_force(model, list(t), p, total) for t, p in zip(towers, pools, strict=True)]
         assert model.values(towers, pools, total) == pytest.approx(brute, rel=1e-9)
     twice = np.vstack([towers] * 2)  # 24 rows: the batch is searched for repeats
-    again = model.values(twice, np.vstack([pools] * 2), total)
+    keep = np.ones(twice.shape, dtype=bool)
+    keep[::5, 4] = False  # hidden slots: gaps whatever they hold
+    again = model.values(twice, np.vstack([pools] * 2), total, keep)
     alone = [
-        model.values(t[None, :], p[None, :], total)[0] for t, p in zip(towers, pools, strict=True)
+        model.values(t[None, :], p[None, :], total, k[None, :])[0]
+        for t, p, k in zip(twice, np.vstack([pools] * 2), keep, strict=True)
     ]
-    assert again == pytest.approx(alone * 2, rel=1e-12)
+    assert again == pytest.approx(alone, rel=1e-12)
