@@ -119,6 +119,18 @@ def load_tables() -> tuple[np.ndarray, np.ndarray]:
         return data["log_g"], data["weights"]
 
 
+@lru_cache(maxsize=1)
+def _model_tables() -> tuple[np.ndarray, np.ndarray]:
+    """``load_tables`` as ``GapModel`` reads them (``log g`` in float64), shared read-only by
+    every model of the process."""
+    log_g, weights = load_tables()
+    log_g = log_g.astype(np.float64)
+    weights = weights.copy()
+    log_g.setflags(write=False)
+    weights.setflags(write=False)
+    return log_g, weights
+
+
 def fits(bricks: int, slots: int) -> bool:
     """Whether the shipped tables cover these options (else ``TowerModel`` plays)."""
     return slots <= MAX_GAP and bricks <= MAX_BRICKS
@@ -156,11 +168,19 @@ class GapModel:
         self.temperature = temperature
         self.tower_weight = tower_weight
         self.margin = margin
-        log_g, self.weights = load_tables()
-        self.log_g = log_g.astype(np.float64)
+        self.log_g, self.weights = _model_tables()
         self.top = self.log_g.shape[1] - 1
-        self._flat_log_g = self.log_g.reshape(-1, self.log_g.shape[2])
-        """``log_g`` by ``k * (top + 1) + m``: one ``take`` per gap."""
+
+    def __getstate__(self) -> dict[str, object]:
+        """Without the tables (150 KB): a bot travels to a server's bot worker and back with
+        every decision (``server.botpool``), and the tables are the shipped data there too."""
+        state = dict(self.__dict__)
+        del state["log_g"], state["weights"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.log_g, self.weights = _model_tables()
 
     def values(
         self,
@@ -219,11 +239,9 @@ class GapModel:
         )
         m0 = np.minimum(m.astype(np.int64), self.top - 1)
         f = (m - m0)[:, None]
-        at = k * (self.top + 1) + m0
-        gaps = (
-            self._flat_log_g.take(at, axis=0) * (1.0 - f)
-            + self._flat_log_g.take(at + 1, axis=0) * f
-        )
+        at = k * (self.top + 1) + m0  # log_g[k, m0] as a row of log_g by (k, m)
+        flat = self.log_g.reshape(-1, self.log_g.shape[2])
+        gaps = flat.take(at, axis=0) * (1.0 - f) + flat.take(at + 1, axis=0) * f
         count = np.bincount(rows * width + gap_i, minlength=c * width)
         first = np.cumsum(count) - count
         scale = self.weights * total  # turns from 1 - F at the nodes

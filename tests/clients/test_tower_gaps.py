@@ -366,3 +366,20 @@ def test_the_pruned_search_values_towers_as_every_keep_set_does() -> None:
         for t, p, k in zip(twice, np.vstack([pools] * 2), keep, strict=True)
     ]
     assert again == pytest.approx(alone, rel=1e-12)
+
+
+def test_a_gap_model_travels_without_its_tables() -> None:
+    """A server's bot worker gets the bot with every decision (``server.botpool``): the
+    gap model pickles without its tables (150 KB; the worker has them) and values alike."""
+    import pickle
+
+    model = GapModel(40, 10, temperature=1.0, margin=5.0)
+    sent = pickle.dumps(model)
+    assert len(sent) < 2_000
+    back = pickle.loads(sent)
+    assert (back.temperature, back.margin, back.bricks) == (1.0, 5.0, 40)
+    towers = np.array(
+        [[40, 36, 32, 28, 2, 20, 16, 12, 8, 39], [3, 36, 32, 28, 2, 20, 16, 12, 8, 39]]
+    )
+    pools = _uniform_pool(towers, 40)
+    assert np.array_equal(back.values(towers, pools, 30.0), model.values(towers, pools, 30.0))
