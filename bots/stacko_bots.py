@@ -29,6 +29,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -401,47 +402,82 @@ class TowerModel:
         shape as ``towers``, optional) marks the slots whose brick may be kept: a slot whose
         brick is unknown (an opponent's hidden slot) is a gap to fill."""
         c, slots = towers.shape
+        width = slots + 2
         mass = np.cumsum(pools, axis=1)
         count = np.cumsum(pools > 0, axis=1)
-        vals = np.empty((c, slots + 2), dtype=np.int64)
-        vals[:, 0] = self.bricks + 1  # a virtual floor under slot 0 ...
-        vals[:, 1:-1] = towers
-        vals[:, -1] = 0  # ... and a roof over the top slot
-        rows = np.arange(c)[:, None]
+        # Positions by rows and towers by columns ([position, tower]): every step below
+        # works on whole rows, and a minimum over positions is one vector operation (over
+        # the towers' own rows numpy reduces each tower apart, slowly).
+        vals = np.empty((width, c), dtype=np.int64)
+        vals[0] = self.bricks + 1  # a virtual floor under slot 0 ...
+        vals[1:-1] = towers.T
+        vals[-1] = 0  # ... and a roof over the top slot
+        cols = np.arange(c)
         below = np.maximum(vals - 1, 0)
-        mass_below = mass[rows, below]  # pool weight of the bricks under each value
-        count_below = count[rows, below]
-        mass_at = mass[rows, vals]
-        count_at = count[rows, vals]
+        mass_below = mass[cols, below]  # pool weight of the bricks under each value
+        count_below = count[cols, below]
+        mass_at = mass[cols, vals]
+        count_at = count[cols, vals]
+        # Every gap at once: row ``g`` is the pair (i, j) of ``_lower_pairs``, so the gaps
+        # into position ``j`` are rows ``j (j - 1) / 2`` onwards, one per i < j.
+        lower, upper, k = _lower_pairs(width)
+        gap_k = k[:, None]
+        ok = (vals[lower] > vals[upper]) & (count_below[lower] - count_at[upper] >= gap_k)
         if keepable is not None:
-            keep = np.ones((c, slots + 2), dtype=bool)
-            keep[:, 1:-1] = keepable
-        best = np.full((c, slots + 2), np.inf)
-        best[:, 0] = 0.0
+            keep = np.ones((width, c), dtype=bool)
+            keep[1:-1] = keepable.T
+            ok &= keep[lower] & keep[upper]
+        best = np.full((width, c), np.inf)
+        best[0] = 0.0
         with np.errstate(divide="ignore", invalid="ignore"):
-            for j in range(1, slots + 2):
-                k = np.arange(j - 1, -1, -1)  # slots strictly between i = 0..j-1 and j
-                m = mass_below[:, :j] - mass_at[:, j : j + 1]
-                ok = (vals[:, :j] > vals[:, j : j + 1]) & (
-                    count_below[:, :j] - count_at[:, j : j + 1] >= k
-                )
-                if keepable is not None:
-                    ok &= keep[:, :j] & keep[:, j : j + 1]
-                if self.k_power == 2.0 and self.m_power == 1.0 and self.gap_cost == 0.0:
-                    gap = np.where(k > 0, total * k * k / m, 0.0)
-                else:
-                    scaled = total * k.astype(float) ** self.k_power / m**self.m_power
-                    gap = np.where(k > 0, scaled + self.gap_cost, 0.0)
-                cost = np.where(ok, best[:, :j] + gap, np.inf)
-                low = cost.min(axis=1)
+            m = mass_below[lower] - mass_at[upper]
+            if self.k_power == 2.0 and self.m_power == 1.0 and self.gap_cost == 0.0:
+                gap = np.where(gap_k > 0, (total * k * k)[:, None] / m, 0.0)
+            else:
+                scaled = (total * k.astype(float) ** self.k_power)[:, None] / m**self.m_power
+                gap = np.where(gap_k > 0, scaled + self.gap_cost, 0.0)
+            gap[~ok] = np.inf  # best + inf is inf: the pairs that cannot both be kept
+            first = 0
+            for j in range(1, width):
+                cost = best[:j] + gap[first : first + j]
+                first += j
+                low = cost.min(axis=0)
                 if self.temperature > 0:
                     finite = np.isfinite(low)
-                    shift = np.where(finite, low, 0.0)[:, None]
-                    soft = np.exp(-(cost - shift) / self.temperature).sum(axis=1)
-                    low = np.where(finite, shift[:, 0] - self.temperature * np.log(soft), np.inf)
-                best[:, j] = low
-        out: np.ndarray = np.where(np.isfinite(best[:, -1]), best[:, -1], HOPELESS)
+                    shift = np.where(finite, low, 0.0)
+                    soft = _column_sums(np.exp((shift - cost) / self.temperature))
+                    low = np.where(finite, shift - self.temperature * np.log(soft), np.inf)
+                best[j] = low
+        out: np.ndarray = np.where(np.isfinite(best[-1]), best[-1], HOPELESS)
         return out
+
+
+@cache
+def _lower_pairs(width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(i, j, k)``: every pair of positions ``i < j`` by ``j`` then ``i``, and the
+    ``k = j - 1 - i`` slots between them."""
+    upper = np.repeat(np.arange(width), np.arange(width))
+    lower = np.concatenate([np.arange(j) for j in range(width)])
+    k = upper - 1 - lower
+    for a in (lower, upper, k):
+        a.setflags(write=False)
+    return lower, upper, k
+
+
+def _column_sums(terms: np.ndarray) -> np.ndarray:
+    """The sum of each column, added in the order numpy's sum of a row takes (one by one
+    up to 7 terms, from 8 in eight partial sums paired up), so that ``TowerModel``'s values
+    are the same bits as when it summed each tower's row."""
+    n = len(terms)
+    if n < 8:
+        out: np.ndarray = np.add.reduce(terms, axis=0)
+        return out
+    pairs = terms[0:8:2] + terms[1:8:2]
+    pairs = pairs[0::2] + pairs[1::2]
+    out = pairs[0] + pairs[1]
+    for i in range(8, n):
+        out += terms[i]
+    return out
 
 
 HOPELESS = 1e6
@@ -643,7 +679,8 @@ class StrongStackoBot(BaseBot):
 
         Next turn the brick given up is the open brick (alone, the turn comes straight
         back), so a candidate is also worth a turn plus taking that brick back into its
-        best slot, but not into the slot it came from, which would undo the move."""
+        best slot, but not into the slot it came from, which would undo the move. Both are
+        valued in one batch (``_after_placing``): one call of each model."""
         towers, pools = self._placements(tower, drawn, know.pool)
         v = self._values(towers, pools, total)
         top = np.argsort(v, kind="stable")[: self.lookahead]
@@ -651,10 +688,14 @@ class StrongStackoBot(BaseBot):
             return place(int(top[0])) if v[top[0]] < self._value(tower, know.pool, total) else PASS
         cand = np.vstack([towers[top], np.array([tower], dtype=np.int64)])
         cand_pools = np.vstack([pools[top], np.array([know.pool], dtype=float)])
-        after = self._backup(cand, cand_pools, know.draw_prob, total)
-        given_up = np.array([[tower[s]] for s in top] + [[drawn]], dtype=np.int64)
-        forbid = np.append(top, -1)
-        retake = 1.0 + self._after_placing(cand, cand_pools, given_up, total, forbid)[:, 0]
+        bs = _drawable(know.draw_prob)
+        given_up = np.array([tower[s] for s in top] + [drawn], dtype=np.int64)
+        bricks = np.column_stack([np.tile(bs, (len(cand), 1)), given_up])
+        forbid = np.full(bricks.shape, -1)
+        forbid[:, -1] = np.append(top, -1)
+        w = self._after_placing(cand, cand_pools, bricks, total, forbid)
+        after = _wait_value(w[:, :-1], bs, know.draw_prob)
+        retake = 1.0 + w[:, -1]
         best = int(np.argmin(np.minimum(after, retake)))
         return PASS if best == len(top) else place(int(top[best]))
 
@@ -662,18 +703,10 @@ class StrongStackoBot(BaseBot):
         self, towers: np.ndarray, pools: np.ndarray, draw_prob: Sequence[float], total: float
     ) -> np.ndarray:
         """The value of each tower one draw later: each brick that may be drawn goes into its
-        best slot (``_after_placing``), and the player passes, a turn each, until one of the
-        bricks worth the most comes, as many of them as is best (the exact solver's Bellman
-        step, ``wait_value`` in bench/exact_solitaire.py; ``draw_prob`` sums to 1)."""
-        bs = np.array([b for b, p in enumerate(draw_prob) if p > 0], dtype=np.int64)
-        if not len(bs):
-            return np.full(len(towers), np.inf)
+        best slot (``_after_placing``), then ``_wait_value``."""
+        bs = _drawable(draw_prob)
         w = self._after_placing(towers, pools, np.tile(bs, (len(towers), 1)), total)
-        order = np.argsort(w, axis=1)
-        w = np.take_along_axis(w, order, axis=1)
-        q = np.array([draw_prob[b] for b in bs])[order]
-        out: np.ndarray = ((1.0 + np.cumsum(q * w, axis=1)) / np.cumsum(q, axis=1)).min(axis=1)
-        return out
+        return _wait_value(w, bs, draw_prob)
 
     def _after_placing(
         self,
@@ -684,9 +717,9 @@ class StrongStackoBot(BaseBot):
         forbid: np.ndarray | None = None,
     ) -> np.ndarray:
         """``(towers, bricks per row)``: the value of each tower (rows) with each brick of
-        its row of ``bricks`` in its best slot (not the row's ``forbid`` slot, if any; -1:
-        none), the slot's brick given up (``_placements``); valued by ``_screened``, a
-        finished tower 0 (turns to go)."""
+        its row of ``bricks`` in its best slot (not the slot in ``forbid``, of the same shape
+        as ``bricks``, if any; -1: none), the slot's brick given up (``_placements``); valued
+        by ``_screened``, a finished tower 0 (turns to go)."""
         c, n = towers.shape
         nb, width = bricks.shape[1], pools.shape[1]
         ci, bi, si = np.ix_(np.arange(c), np.arange(nb), np.arange(n))
@@ -700,8 +733,8 @@ class StrongStackoBot(BaseBot):
         v[np.all(flat[:, 1:] < flat[:, :-1], axis=1)] = 0.0
         v = v.reshape(c, nb, n)
         if forbid is not None:
-            rows = np.flatnonzero(forbid >= 0)
-            v[rows, :, forbid[rows]] = np.inf
+            rows, cols = np.nonzero(forbid >= 0)
+            v[rows, cols, forbid[rows, cols]] = np.inf
         out: np.ndarray = v.min(axis=2)
         return out
 
@@ -840,12 +873,12 @@ class StrongStackoBot(BaseBot):
         """Candidate towers and pools: ``brick`` into each slot in turn (the removed brick
         goes to the discard pile)."""
         slots = len(tower)
-        towers = np.tile(np.array(tower, dtype=np.int64), (slots, 1))
-        idx = np.arange(slots)
-        towers[idx, idx] = brick
-        pools = np.tile(np.array(pool, dtype=float), (slots, 1))
+        row = np.array(tower, dtype=np.int64)
+        towers = np.repeat(row[None, :], slots, axis=0)
+        towers.ravel()[:: slots + 1] = brick  # the diagonal
+        pools = np.repeat(np.array(pool, dtype=float)[None, :], slots, axis=0)
         pools[:, brick] = 0.0
-        pools[idx, tower] = self._discard
+        pools[np.arange(slots), row] = self._discard
         return towers, pools
 
     def _value(self, tower: list[int], pool: list[float], total: float) -> float:
@@ -905,6 +938,25 @@ class StrongStackoBot(BaseBot):
             probs = np.array([know.draw_prob[b] for b in chunk])
             expected += float(np.dot(probs, np.minimum(v.min(axis=1), passed)))
         return expected
+
+
+def _drawable(draw_prob: Sequence[float]) -> np.ndarray:
+    """The bricks that may be drawn."""
+    return np.array([b for b, p in enumerate(draw_prob) if p > 0], dtype=np.int64)
+
+
+def _wait_value(w: np.ndarray, bs: np.ndarray, draw_prob: Sequence[float]) -> np.ndarray:
+    """Per row of ``w`` (the value after each brick of ``bs`` is drawn and placed): the
+    player passes, a turn each, until one of the bricks worth the most comes, as many of
+    them as is best (the exact solver's Bellman step, ``wait_value`` in
+    bench/exact_solitaire.py; ``draw_prob`` sums to 1); ``inf`` if no brick may come."""
+    if not len(bs):
+        return np.full(len(w), np.inf)
+    order = np.argsort(w, axis=1)
+    w = np.take_along_axis(w, order, axis=1)
+    q = np.array([draw_prob[b] for b in bs])[order]
+    out: np.ndarray = ((1.0 + np.cumsum(q * w, axis=1)) / np.cumsum(q, axis=1)).min(axis=1)
+    return out
 
 
 DRAW_CHUNK = 512

@@ -244,3 +244,142 @@ def test_strong_alone_places_by_the_backup_and_passes_when_it_says_so() -> None:
         greedy = place(top[0]) if now.min() < bot._value(tower, pool, total) else PASS
         differs += move != greedy
     assert moves == {True, False} and differs > 0
+
+
+class _Played:
+    """A bot that records its moves; with ``stop``, each choice with a drawn brick gets a
+    ``should_stop`` that is True from the start (the server's workers' budget used up)."""
+
+    def __init__(self, bot, stop: bool) -> None:  # type: ignore[no-untyped-def]
+        self.bot, self.stop, self.name = bot, stop, bot.name
+        self.moves: list[object] = []
+        self.asked = 0
+
+    def reset(self) -> None:
+        self.bot.reset()
+
+    def choose(self, view, legal):  # type: ignore[no-untyped-def]
+        from stacko.engine.stacko import Phase
+
+        def stop() -> bool:
+            self.asked += 1
+            return True
+
+        if self.stop and view.phase is Phase.DRAWN:
+            move = self.bot.choose(view, legal, should_stop=stop)
+        else:
+            move = self.bot.choose(view, legal)
+        self.moves.append(move)
+        return move
+
+
+def test_strong_alone_answers_at_once_when_asked_to_stop() -> None:
+    """Alone, with a drawn brick and ``should_stop`` True from the start, the bot answers
+    at once by the value now: its moves are those of the bot that does not look ahead,
+    legal (``solitaire_turns`` checks), and it finishes its towers; with no budget the
+    lookahead plays other moves on some of these towers."""
+    import random
+
+    from stacko.bots.stacko_bots import StrongStackoBot
+    from stacko.clients.arena import solitaire_turns
+
+    def played(lookahead: int, stop: bool, k: int) -> _Played:
+        bot = StrongStackoBot(random.Random(k))
+        bot.lookahead = lookahead
+        player = _Played(bot, stop)
+        assert solitaire_turns(player, f"stop:{k}") < 500
+        return player
+
+    differs = 0
+    for k in range(6):  # the lookahead changes a move on 2 of these towers
+        budgeted = played(StrongStackoBot.lookahead, True, k)
+        greedy = played(0, False, k)
+        assert budgeted.asked > 0 and budgeted.moves == greedy.moves
+        differs += played(StrongStackoBot.lookahead, False, k).moves != greedy.moves
+    assert differs > 0
+
+
+def _brute_force(model: GapModel, tower: list[int], pool: np.ndarray, total: float) -> float:
+    """The gap model's value of one tower from every keep set, one by one: those within
+    ``margin`` of a longest one (the lowest position first among equals) enter the soft
+    minimum."""
+    from itertools import combinations, pairwise
+
+    weight = pool.astype(float).copy()
+    weight[tower] += model.tower_weight
+    mass = np.cumsum(weight)
+    vals = [model.bricks + 1, *tower, 0]
+    width = len(vals)
+
+    def turns(at: list[int]) -> float:
+        acc = np.zeros(model.log_g.shape[2])
+        for a, b in pairwise(at):
+            m = min(max(mass[vals[a] - 1] - mass[vals[b]], 0.0), model.top)
+            m0 = min(int(m), model.top - 1)
+            f = m - m0
+            acc += model.log_g[b - a - 1, m0] * (1 - f) + model.log_g[b - a - 1, m0 + 1] * f
+        return float((1.0 - np.exp(acc)) @ (model.weights * total))
+
+    length, parent = [1] * width, [0] * width
+    for j in range(1, width):
+        can = [length[i] if vals[i] > vals[j] else 0 for i in range(j)]
+        parent[j], length[j] = can.index(max(can)), max(can) + 1
+    longest = [width - 1]
+    while longest[0]:
+        longest.insert(0, parent[longest[0]])
+    bound = turns(longest) + model.margin
+    times = []
+    for size in range(len(tower) + 1):
+        for kept in combinations(range(1, width - 1), size):
+            at = [0, *kept, width - 1]
+            if all(vals[a] > vals[b] for a, b in pairwise(at)):
+                times.append(turns(at))
+    t = np.array([x for x in times if x <= bound])
+    low = t.min()
+    return float(low - model.temperature * np.log(np.exp(-(t - low) / model.temperature).sum()))
+
+
+def test_the_pruned_search_values_towers_as_every_keep_set_does() -> None:
+    """``values`` follows keep sets slot by slot and drops a chain once it is slower than a
+    longest keep set by ``margin``: the value is the soft minimum over the keep sets within
+    that bound, one by one (with no margin, over every keep set). The same tower twice in a
+    batch is valued once, as it is alone."""
+    bricks, slots = 24, 7
+    rng = np.random.default_rng(3)
+    towers = np.array([rng.permutation(np.arange(1, bricks + 1))[:slots] for _ in range(12)])
+    towers[1] = sorted(towers[1], reverse=True)
+    towers[2] = towers[1]
+    towers[2][[3, 4]] = towers[2][[4, 3]]  # nearly sorted: the most keep sets
+    towers[3][2] = 0  # a kept slot of no brick: no keep set ends there
+    pools = _uniform_pool(towers, bricks)
+    total = float(bricks - slots)
+    for margin in (1e9, 6.0, 2.0):
+        model = GapModel(bricks, slots, temperature=1.0, margin=margin)
+        brute = [_brute_force(model, list(t), p, total) for t, p in zip(towers, pools, strict=True)]
+        assert model.values(towers, pools, total) == pytest.approx(brute, rel=1e-9)
+    twice = np.vstack([towers] * 2)  # 24 rows: the batch is searched for repeats
+    keep = np.ones(twice.shape, dtype=bool)
+    keep[::5, 4] = False  # hidden slots: gaps whatever they hold
+    again = model.values(twice, np.vstack([pools] * 2), total, keep)
+    alone = [
+        model.values(t[None, :], p[None, :], total, k[None, :])[0]
+        for t, p, k in zip(twice, np.vstack([pools] * 2), keep, strict=True)
+    ]
+    assert again == pytest.approx(alone, rel=1e-12)
+
+
+def test_a_gap_model_travels_without_its_tables() -> None:
+    """A server's bot worker gets the bot with every decision (``server.botpool``): the
+    gap model pickles without its tables (150 KB; the worker has them) and values alike."""
+    import pickle
+
+    model = GapModel(40, 10, temperature=1.0, margin=5.0)
+    sent = pickle.dumps(model)
+    assert len(sent) < 2_000
+    back = pickle.loads(sent)
+    assert (back.temperature, back.margin, back.bricks) == (1.0, 5.0, 40)
+    towers = np.array(
+        [[40, 36, 32, 28, 2, 20, 16, 12, 8, 39], [3, 36, 32, 28, 2, 20, 16, 12, 8, 39]]
+    )
+    pools = _uniform_pool(towers, 40)
+    assert np.array_equal(back.values(towers, pools, 30.0), model.values(towers, pools, 30.0))
