@@ -30,7 +30,17 @@ from stacko.bots.stacko_bots import (
     knowledge,
 )
 from stacko.clients.arena import Entrant, pair_stats, play_game, run_arena, solitaire_turns
-from stacko.engine.stacko import DRAW, PASS, Phase, Reshuffled, Stacko, StackoOptions, place, take
+from stacko.engine.stacko import (
+    DRAW,
+    PASS,
+    Drew,
+    Phase,
+    Reshuffled,
+    Stacko,
+    StackoOptions,
+    place,
+    take,
+)
 from stacko.engine.stacko_view import StackoView, resample
 from tests.test_namespace import parse_without_gc
 
@@ -343,11 +353,13 @@ def _choice_and_run(
     mine: tuple[int, ...], open_brick: int, totals: tuple[int, int], rnd: int
 ) -> tuple[str, int]:
     """What strong does with ``open_brick`` offered to ``mine`` (seat 0, its turn, nothing
-    of the opponent shown), and the run from the bottom its tower then has."""
+    of the opponent's tower shown, the opponent's draw the last move: a turn within the
+    round, not its first), and the run from the bottom its tower then has."""
     view = Stacko(rng=random.Random(4)).view(0)
     view = view._replace(
-        towers=(mine, (None,) * 10), discard=(open_brick,), totals=totals, round=rnd
-    )
+        towers=(mine, (None,) * 10), discard=(open_brick,), totals=totals, round=rnd,
+        events=(Drew(seat=1, brick=None),),
+    )  # fmt: skip
     move = StrongStackoBot(random.Random(1)).choose(view, view.legal_moves())
     tower = list(mine)
     if move.slot is not None:  # a take: the turn starts with the open brick
