@@ -359,6 +359,13 @@ def summary(results: Sequence[str], *, watched: bool = False) -> str:
     return f"{won} won, {lost} lost, {len(results) - won - lost} drawn of {len(results)} games"
 
 
+MOVED_ON = frozenset({"stale_ply", "game_over"})
+"""Refusals of a move that crossed a change it had not seen yet (the opponent moved,
+resigned, or ran out of time): the state that says so follows, so ``--auto`` plays on.
+``play`` gets its answer before the reader shows that state: an auto client whose move
+crossed the opponent's resignation exited with status 2 ("error: the game is over")."""
+
+
 class Player:
     """One run of the client: the frame handler, the keyboard (or --auto), the exit code."""
 
@@ -630,7 +637,7 @@ class Player:
         elif code == "no_rematch":
             self.asked_rematch = False
             self.say(f"no rematch: {message}")
-        elif not self.args.auto or code == "stale_ply":
+        elif not self.args.auto or code in MOVED_ON:
             self.say(f"refused: {message} ({code})")
         else:
             self.finish(2, f"error: {message} ({code})")

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from stacko.clients import botcli
-from stacko.clients.cli import amain, fetch_replay, http_base, parse_args, replay_lines
+from stacko.clients.cli import Player, amain, fetch_replay, http_base, parse_args, replay_lines
 from stacko.clients.client import StackoClient, websocket_url
 from stacko.clients.sdk import Bot, BotRunner, GameResult, Move, State, play
 from stacko.server.app import Server
@@ -345,6 +345,21 @@ async def test_a_queued_terminal_client_queues_again_after_a_restart(
         await bob.resign(joined["room"])
     await t.expect(r"^result: you won")
     assert await t.exit_code() == 0
+
+
+async def test_an_auto_client_plays_on_when_its_move_crosses_the_end_of_the_game() -> None:
+    """The opponent resigned while this client's move was on its way: the move is refused
+    with ``game_over``, and that answer reaches ``play`` before the reader shows the final
+    state. ``--auto`` exited with status 2 on it (CI, once, in the test above); like a
+    ``stale_ply``, it is the game moving on, and the final state follows."""
+    out = io.StringIO()
+    args = parse_args(["ws://127.0.0.1:1/", "--quick-match", "--auto"])
+    player = Player(StackoClient("ws://127.0.0.1:1/", "alice"), args, out)
+    refused = {"type": "error", "code": "game_over", "message": "the game is over"}
+    player.on_error({**refused, "fatal": False})
+    assert not player.done.done() and "refused: the game is over" in out.getvalue()
+    player.on_error({**refused, "code": "not_your_turn", "fatal": False})  # a real mistake
+    assert player.done.done() and player.done.result() == 2
 
 
 async def test_sdk_resumes_after_a_restart(make_server: MakeServer) -> None:
