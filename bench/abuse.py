@@ -298,23 +298,8 @@ async def connections(url: str, until: float, t: Tally, most: int = 3000) -> dic
     return t.report(tried=tried, held=held, cap=cap, documented=documented)
 
 
-async def http_from(url: str, path: str, timeout: float = 30.0) -> tuple[int, bytes]:  # noqa: ASYNC109
-    """GET ``path`` from the abuser's address -> (status, body)."""
-    host, port = url.split("//", 1)[1].rstrip("/").rsplit(":", 1)
-    reader, writer = await asyncio.wait_for(
-        asyncio.open_connection(host, int(port), local_addr=(ABUSER_IP, 0)), timeout
-    )
-    try:
-        writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
-        raw = await asyncio.wait_for(reader.read(), timeout)
-    finally:
-        writer.close()
-    head, _, body = raw.partition(b"\r\n\r\n")
-    return int(head.split(b" ", 2)[1]), body
-
-
 async def replays(url: str, until: float, t: Tally) -> dict[str, Any]:
-    status, body = await http_from(url, "/api/games?limit=100")
+    status, body = await http_get(url, "/api/games?limit=100", 30.0, ABUSER_IP)
     ids = [g["id"] for g in orjson.loads(body)["games"]] if status == 200 else []
     paths = [f"/api/games/{i}{s}" for s in ("/replay?seat=all", "/replay?seat=0",
              "/replay?seat=1", "", ".txt") for i in ids]  # fmt: skip
@@ -323,13 +308,13 @@ async def replays(url: str, until: float, t: Tally) -> dict[str, Any]:
 
     async def one(path: str) -> None:
         try:
-            code, answer = await http_from(url, path)
+            code, answer = await http_get(url, path, 30.0, ABUSER_IP)
         except (OSError, TimeoutError):
             t.http["error"] += 1
             return
         t.http[str(code)] += 1
         if code == 200:
-            sizes.append(len(answer))
+            sizes.append(len(answer.encode()))
 
     n = 0
     while paths and time.monotonic() < until:

@@ -276,10 +276,19 @@ def self_cpu() -> float:
     return t.user + t.system
 
 
-async def http_get(url: str, path: str, timeout: float = 10.0) -> tuple[int, str]:  # noqa: ASYNC109
-    """GET ``path`` on the server at ``url`` (ws://HOST:PORT/) -> (status, body)."""
+async def http_get(
+    url: str,
+    path: str,
+    timeout: float = 10.0,  # noqa: ASYNC109
+    local_addr: str | None = None,
+) -> tuple[int, str]:
+    """GET ``path`` on the server at ``url`` (ws://HOST:PORT/) -> (status, body); from
+    ``local_addr`` if given (a loopback address the server counts apart)."""
     host, port = parse_url(url)
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    local = None if local_addr is None else (local_addr, 0)
+    reader, writer = await asyncio.wait_for(
+        asyncio.open_connection(host, port, local_addr=local), timeout
+    )
     try:
         writer.write(
             f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode()

@@ -165,6 +165,34 @@ async def bot_online(server: Server, name: str) -> tuple[asyncio.Task[int], io.S
     return serving, bot_out
 
 
+async def human_token(server: Server, name: str) -> str:
+    """``stacko-client --register``: the account's token."""
+    out = io.StringIO()
+    assert await cli.amain([server.url, "--register", name], out) == 0
+    found = re.search(r"token: (\S+)", out.getvalue())
+    assert found
+    return found.group(1)
+
+
+async def challenge(
+    server: Server,
+    token: str,
+    bot: str,
+    serving: asyncio.Task[int],
+    bot_out: io.StringIO,
+    *flags: str,
+) -> tuple[int, str]:
+    """``stacko-client --account TOKEN --challenge BOT --auto`` on a small one-round game,
+    until it and the bot (``bot_online``) are done: its exit status and output."""
+    human = io.StringIO()
+    args = [server.url, "--account", token, "--challenge", bot, *flags, "--auto",
+            "--option", "bricks=12", "--option", "tower=4", "--option", "rounds=1"]  # fmt: skip
+    async with asyncio.timeout(60):
+        status = await cli.amain(args, human)
+        assert await serving == 0, bot_out.getvalue()
+    return status, human.getvalue()
+
+
 @pytest.mark.parametrize("rating_delay", [0.0, 0.3])
 async def test_the_commands_register_and_play_a_rated_challenge(server, rating_delay, monkeypatch):
     """``rating_delay``: the rating frame comes that much after the final state (on a loaded
@@ -180,20 +208,11 @@ async def test_the_commands_register_and_play_a_rated_challenge(server, rating_d
         monkeypatch.setattr(Ratings, "announce", later)
 
     serving, bot_out = await bot_online(server, "CmdBot")
-    out = io.StringIO()
-    assert await cli.amain([server.url, "--register", "CmdHuman"], out) == 0
-    found = re.search(r"token: (\S+)", out.getvalue())
-    assert found
+    token = await human_token(server, "CmdHuman")
     again = io.StringIO()
     assert await cli.amain([server.url, "--register", "cmdhuman"], again) == 2
     assert "(name_taken)" in again.getvalue()
-    human = io.StringIO()
-    args = [server.url, "--account", found.group(1), "--challenge", "cmdbot", "--rated", "--auto",
-            "--option", "bricks=12", "--option", "tower=4", "--option", "rounds=1"]  # fmt: skip
-    async with asyncio.timeout(60):
-        status = await cli.amain(args, human)
-        assert await serving == 0, bot_out.getvalue()
-    text = human.getvalue()
+    status, text = await challenge(server, token, "cmdbot", serving, bot_out, "--rated")
     assert status == 0, text
     assert "challenged CmdBot" in text and "rating: CmdHuman 1500 -> " in text, text
     assert "signed in as the account CmdBot" in bot_out.getvalue()
@@ -207,17 +226,8 @@ async def test_a_signed_in_client_does_not_wait_for_the_rating_of_an_unrated_gam
     not. With the wait made an hour, an unrated challenge still ends at once."""
     monkeypatch.setattr(cli, "RATING_WAIT_S", 3600.0)
     serving, bot_out = await bot_online(server, "PlainBot")
-    out = io.StringIO()
-    assert await cli.amain([server.url, "--register", "PlainHuman"], out) == 0
-    found = re.search(r"token: (\S+)", out.getvalue())
-    assert found
-    human = io.StringIO()
-    args = [server.url, "--account", found.group(1), "--challenge", "plainbot", "--auto",
-            "--option", "bricks=12", "--option", "tower=4", "--option", "rounds=1"]  # fmt: skip
-    async with asyncio.timeout(60):
-        status = await cli.amain(args, human)
-        assert await serving == 0, bot_out.getvalue()
-    text = human.getvalue()
+    token = await human_token(server, "PlainHuman")
+    status, text = await challenge(server, token, "plainbot", serving, bot_out)
     assert status == 0 and "challenged PlainBot" in text and "result: " in text, text
     assert "rating:" not in text
 

@@ -321,6 +321,18 @@ def test_a_reloaded_page_resumes_its_game(server, new_player, screenshots) -> No
     assert alice.errors == []
 
 
+def dave_queued(server, new_player):  # type: ignore[no-untyped-def]
+    """Dave and Erin in the lobby, Dave waiting for a quick match."""
+    dave = new_player("Dave")
+    erin = new_player("Erin")
+    for p in (dave, erin):
+        p.open(server.http_url)
+        p.in_lobby()
+    dave.page.click("#quick-btn")
+    dave.page.wait_for_selector("#queue-status:not([hidden])")
+    return dave, erin
+
+
 def test_lobby_rooms_spectators_quick_match_and_errors(server, new_player) -> None:
     alice = new_player("Alice")
     bob = new_player("Bob")
@@ -358,13 +370,7 @@ def test_lobby_rooms_spectators_quick_match_and_errors(server, new_player) -> No
     assert carol.page.evaluate("document.documentElement.scrollWidth") <= 375
 
     # Quick match: two players who asked are paired, with a move clock.
-    dave = new_player("Dave")
-    erin = new_player("Erin")
-    for p in (dave, erin):
-        p.open(server.http_url)
-        p.in_lobby()
-    dave.page.click("#quick-btn")
-    dave.page.wait_for_selector("#queue-status:not([hidden])")
+    dave, erin = dave_queued(server, new_player)
     erin.page.click("#quick-btn")
     for p in (dave, erin):
         p.wait_board()
@@ -606,13 +612,7 @@ def test_a_page_waiting_for_a_quick_match_queues_again_after_a_restart(server, n
     """Queueing belongs to the connection and a restart starts with empty queues: the page
     showed an idle lobby after reconnecting (quick-match button enabled, nobody waiting)
     while its player still thought they were waiting. It now queues again by itself."""
-    dave = new_player("Dave")
-    erin = new_player("Erin")
-    for p in (dave, erin):
-        p.open(server.http_url)
-        p.in_lobby()
-    dave.page.click("#quick-btn")
-    dave.page.wait_for_selector("#queue-status:not([hidden])")
+    dave, erin = dave_queued(server, new_player)
     server.drop_connections(1012, "service restart")
     dave.page.wait_for_function("() => window.stackoApp.status === 'reconnecting'")
     dave.page.wait_for_function("() => window.stackoApp.status === 'online'")
