@@ -43,25 +43,40 @@ def free_port(avoid: range = range(0)) -> int:
             return port
 
 
-def start_redis(binary: str, port: int, directory: Path) -> subprocess.Popen[bytes]:
+def start_redis(
+    binary: str, port: int, directory: Path, started: list[subprocess.Popen[bytes]] | None = None
+) -> subprocess.Popen[bytes]:
+    """``redis-server`` on ``port``, once it listens; in ``started`` from the moment it
+    exists (a SIGTERM while it comes up must stop it too)."""
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
          "no", "--dir", str(directory)],
         stdout=subprocess.DEVNULL, cwd=directory,
     )  # fmt: skip
+    if started is not None:
+        started.append(proc)
     wait_port(port, proc)
     return proc
 
 
 def start_node(
-    redis_url: str, index: int, port: int, directory: Path, extra: Sequence[str] = ()
+    redis_url: str,
+    index: int,
+    port: int,
+    directory: Path,
+    extra: Sequence[str] = (),
+    started: list[subprocess.Popen[bytes]] | None = None,
 ) -> subprocess.Popen[bytes]:
+    """A node, once it listens; in ``started`` from the moment it exists: counted only
+    once it listened, a node that a SIGTERM caught coming up was left running, orphaned."""
     data = directory / f"n{index}"
     data.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
         [sys.executable, "-m", "stacko.server", "--port", str(port), "--redis-url", redis_url,
          "--node-id", f"n{index}", "--data-dir", str(data), *extra],
     )  # fmt: skip
+    if started is not None:
+        started.append(proc)
     wait_port(port, proc)
     return proc
 
@@ -92,9 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # From the start, not once the nodes are up: a SIGTERM while they start must stop them too
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        procs.append(start_redis(args.redis_server, redis_port, directory))
+        start_redis(args.redis_server, redis_port, directory, procs)
         for i in range(args.nodes):
-            procs.append(start_node(url, i, args.port + i, directory, extra))
+            start_node(url, i, args.port + i, directory, extra, procs)
         print(f"redis-server on {url}; data in {directory}", flush=True)
         for i in range(args.nodes):
             print(f"node n{i}: ws://127.0.0.1:{args.port + i}/", flush=True)

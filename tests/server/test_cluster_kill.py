@@ -174,3 +174,25 @@ async def test_stacko_cluster_starts_redis_and_the_nodes(redis_server, tmp_path)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
     assert (tmp_path / "n0" / "stacko.sqlite3").exists()
+    assert_closed(port, port + 1)  # the nodes are gone with it
+
+
+def assert_closed(*ports: int) -> None:
+    for p in ports:
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", p)) != 0, f"port {p}: a node outlived the launcher"
+
+
+async def test_a_sigterm_as_the_last_node_comes_up_stops_it_too(redis_server, tmp_path):
+    """The launcher counted a node as its own only once the node listened; a SIGTERM in
+    between (here: as soon as the last node's port opens) left that node running, orphaned
+    (found after CI runs, under load). Every process started is now stopped."""
+    port = free_pair()
+    proc = start_cluster(port, tmp_path, redis_server.binary)
+    try:
+        for i in range(2):
+            wait_port(port + i, proc)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(40) == 0
+    assert_closed(port, port + 1)
