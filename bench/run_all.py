@@ -301,6 +301,10 @@ def table(res: dict[str, Any]) -> str:
             f"{fmt(median([v['batch_mean'] for v in views]))} / "
             f"{fmt(median([v['batch_max'] for v in views]))}")  # fmt: skip
         row("  store: commit mean ms", median([v["commit_mean_ms"] for v in views]))
+        if all(v["applies"] for v in views):  # the journal: a commit is one change's write
+            row("  store: applier changes per SQLite transaction (mean), its mean ms",
+                f"{fmt(median([v['apply_batch_mean'] for v in views]))}, "
+                f"{fmt(median([v['apply_mean_ms'] for v in views]))}")  # fmt: skip
 
     light = res["light"]
     ep50 = median([r["echo"]["latency"]["p50_ms"] for r in light])

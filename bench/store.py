@@ -71,6 +71,12 @@ def store_figures(g: dict[str, Any]) -> dict[str, Any]:
         "batch_max": m.get("stacko_store_batch_size_max"),
         "commit_mean_ms": round(1000 * secs / commits, 3) if commits and secs else None,
         "commits_per_s_approx": round(commits / (window + 1.0), 1) if commits else None,
+        # the journal's applier (SQLite's default writer): its transactions are the batches
+        "applies": m.get("stacko_store_applies_total"),
+        "apply_batch_mean": round(m["stacko_store_applied_changes_total"] / applies, 1)
+        if (applies := m.get("stacko_store_applies_total")) else None,
+        "apply_mean_ms": round(1000 * m["stacko_store_apply_seconds_total"] / applies, 3)
+        if applies else None,
     }  # fmt: skip
 
 

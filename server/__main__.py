@@ -48,7 +48,10 @@ async def _retention(server: Server, days: float) -> None:
 
 
 async def run(config: ServerConfig) -> int:
-    store = make_store(config.database, config.data_dir, config.sync)
+    store = make_store(
+        config.database, config.data_dir, config.sync, node_id=config.node_id,
+        shared=bool(config.redis_url),
+    )  # fmt: skip
     if store is None:  # as loud as the other stores' "store: ..." line, and louder
         logging.getLogger("stacko.store").warning(
             "store: none (--database memory): no game survives a restart, no records are kept"

@@ -162,6 +162,10 @@ class OutputGate:
         self._targets.append(release)
         self._args.append(arg)
 
+    def has_held(self) -> bool:
+        """Anything waiting (the journal writer, which commits at once, releases only then)."""
+        return bool(self._tickets)
+
     def release(self, ticket: int) -> None:
         """Everything held for tickets up to ``ticket``, in the order it was held (what the
         released calls hold again meanwhile, a close say, goes out in the same pass)."""

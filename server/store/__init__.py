@@ -27,10 +27,17 @@ def default_data_dir() -> Path:
 
 
 def make_store(
-    database: str, data_dir: str = "", sync: str = "normal", writer: str = ""
+    database: str,
+    data_dir: str = "",
+    sync: str = "normal",
+    writer: str = "",
+    node_id: str = "",
+    shared: bool = False,
 ) -> Store | None:
     """The store ``--database`` names (not yet open), or ``None`` for ``memory``.
-    ValueError for anything else."""
+    ValueError for anything else. ``shared``: a cluster node, whose SQLite file other
+    nodes on the machine may read (``server.store.sqlite`` says why that changes the
+    writer)."""
     if database == "memory":
         return None
     if database == "sqlite":
@@ -38,7 +45,9 @@ def make_store(
 
         if sync not in ("normal", "full"):
             raise ValueError(f"--sync must be normal or full, not {sync!r}")
-        return SQLiteStore(data_dir or default_data_dir(), sync, writer)
+        if shared and not writer and not os.environ.get("STACKO_STORE_WRITER"):
+            writer = "thread" if sync == "full" else "loop"
+        return SQLiteStore(data_dir or default_data_dir(), sync, writer, node_id)
     if database.startswith(("postgresql://", "postgres://")):
         from stacko.server.store.postgres import PostgresStore
 

@@ -27,6 +27,8 @@ import orjson
 
 from stacko.server.batch import OutputGate
 from stacko.server.store import packed
+from stacko.server.store.journal import FENCE as FENCE
+from stacko.server.store.journal import runs as runs
 
 log = logging.getLogger("stacko.store")
 
@@ -42,11 +44,11 @@ class StoreError(Exception):
     """The store cannot be used (a clear message for the operator; the server exits)."""
 
 
-FENCE = "FENCE"
-"""A pseudo statement, ``(FENCE, (game_id, owner, epoch))``: the change that carries it
-commits only if the game's row still names ``owner`` and ``epoch`` (checked, with the row
-locked, in the same transaction). Only the PostgreSQL backend is shared by nodes that take
-games over (``server.cluster.takeover``); the other backends never see one."""
+# ``FENCE`` (from ``server.store.journal``, which runs alone): a pseudo statement,
+# ``(FENCE, (game_id, owner, epoch))``: the change that carries it commits only if the
+# game's row still names ``owner`` and ``epoch`` (checked, with the row locked, in the same
+# transaction). Only the PostgreSQL backend is shared by nodes that take games over
+# (``server.cluster.takeover``); the other backends never see one.
 
 
 class Fenced(StoreError):
@@ -71,6 +73,10 @@ class StoreStats:
     batch_max: int = 0
     errors: int = 0
     held_frames: int = 0
+    applies: int = 0
+    """SQLite transactions of the journal's applier (``server.store.journal``)."""
+    applied_changes: int = 0
+    apply_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -154,21 +160,6 @@ def once(rows: list[tuple[Any, ...]], key: int) -> list[tuple[Any, ...]]:
     for row in rows:
         if not out or out[-1][:key] != row[:key]:
             out.append(row)
-    return out
-
-
-def runs(batch: Sequence[tuple[int, list[Op]]]) -> list[tuple[str, list[tuple[Any, ...]]]]:
-    """The statements of a batch of changes, in order, with consecutive uses of one
-    statement merged (one ``executemany`` each: the moves of many games in a row)."""
-    out: list[tuple[str, list[tuple[Any, ...]]]] = []
-    for _, ops in batch:
-        for sql, params in ops:
-            if sql is FENCE:
-                continue  # checked by the backend before the statements
-            if out and out[-1][0] == sql:
-                out[-1][1].append(params)
-            else:
-                out.append((sql, [params]))
     return out
 
 

@@ -7,6 +7,13 @@
     stacko_store_errors_total               counter: failed commits (the first one stops the server)
     stacko_store_held_frames_total          counter: frames that waited for a commit
     stacko_store_pending_changes            gauge: changes submitted and not yet committed
+    stacko_store_applies_total              counter: SQLite transactions of the journal's applier
+    stacko_store_applied_changes_total      counter: changes the applier put into SQLite
+    stacko_store_apply_seconds_total        counter: time in those transactions
+    stacko_store_unapplied_changes          gauge: committed (in the journal), not yet in SQLite
+
+With the journal writer (the SQLite default) a commit is one change's ``write()`` into the
+journal (batch size 1), and the applier's transactions are the SQLite batches.
 
 The mean batch size is ``changes_total / commits_total``.
 """
@@ -61,4 +68,23 @@ class StoreCollector:
         yield GaugeMetricFamily(
             "stacko_store_pending_changes", "Changes submitted, not yet committed.",
             value=store.appended - store.committed,
+        )  # fmt: skip
+        applied = getattr(store, "applied", None)
+        if applied is None or getattr(store, "writer", "") != "journal":
+            return
+        yield CounterMetricFamily(
+            "stacko_store_applies", "SQLite transactions of the journal's applier.",
+            value=s.applies,
+        )  # fmt: skip
+        yield CounterMetricFamily(
+            "stacko_store_applied_changes", "Changes the journal's applier put into SQLite.",
+            value=s.applied_changes,
+        )  # fmt: skip
+        yield CounterMetricFamily(
+            "stacko_store_apply_seconds", "Seconds in the applier's SQLite transactions.",
+            value=s.apply_seconds,
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "stacko_store_unapplied_changes", "Changes in the journal, not yet in SQLite.",
+            value=max(0, store.committed - applied),
         )  # fmt: skip

@@ -33,6 +33,11 @@ databases, exact to compare, and what the wire already uses (``deadline_ms``).
               and ``games.rated`` (schema 4): whether a rated room's game is rated.
 ``schema_version`` a single row: the version of the schema in the file.
 
+Outside the versioned schema, SQLite only: ``journal_position``, a single row saying how
+far the journal has been applied (``server.store.journal``: the SQLite backend's own
+bookkeeping, created when the store opens, like SQLite's ``sqlite_sequence``; PostgreSQL
+has no journal).
+
 Ownership (``_OWNERSHIP``, schema 5): ``games.owner`` names the cluster node that serves a
 game in progress and ``games.epoch`` counts its changes of owner (``rooms.owner``: the node
 of a room without a game in progress). A node takes over a dead node's game with a

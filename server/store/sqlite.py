@@ -1,15 +1,38 @@
-"""The embedded store: one SQLite file, written by one thread with group commit.
+"""The embedded store: one SQLite file, with a journal as the commit point by default.
 
 Pragmas, set explicitly (Python's defaults, a rollback journal with FULL sync, are 50-100 x
 slower here): ``journal_mode=WAL`` and ``synchronous=NORMAL`` by default (a commit survives a
 crash of the process, kill -9 included; ``--sync full`` adds power loss and OS crashes, at a
-cost). ``wal_autocheckpoint=0`` on the writer: checkpoints run from another connection in
-another thread every second (``PASSIVE``: they never block the writer), off the commit path.
-WAL needs a local file system (not NFS or SMB): the data directory must be local.
+cost). With the ``loop`` and ``thread`` writers, ``wal_autocheckpoint=0``: checkpoints
+run from another connection in another thread every second (``PASSIVE``: they never block
+the writer), off the commit path; the journal's applier checkpoints as SQLite does by
+itself (it is off every frame's path already). WAL needs a local file system (not NFS or
+SMB): the data directory must be local.
 
-Group commit, two ways (``writer``):
+Three writers (``writer``):
 
-- ``loop`` (the default with ``synchronous=NORMAL``): the changes of one event-loop turn are
+- ``journal`` (the default with ``synchronous=NORMAL``): a change is committed by one
+  ``write()`` of its record to a journal file, on the loop, and its frames go out at once;
+  an applier process puts the journal into SQLite moments later (``server.store.journal``
+  says how, and how a restart recovers). Reads (the records API, the log's compaction,
+  retention) first wait until the applier has everything submitted before them, so each
+  sees every change committed before it. Why: at the scale step (5,000 games on one
+  process, a move per game every 2 s) the ``loop`` writer below kept every frame of a loop
+  turn waiting for the turn's transaction, and did SQLite's work on the loop: p50 0.79-0.84
+  ms against 0.57-0.59 without a store, server CPU 129-131 us a move against 85-87; the
+  journal, 0.74-0.76 ms and 112-115 us (alternating runs, ``bench/README.md``, "Sixth
+  session"). A commit costs a journal write (about 4 us a move there); the rest of the
+  store's cost is building the record. The data directory holds ``stacko.lock`` (a
+  ``flock`` held by the server and its applier: a second server on the same directory is
+  refused, and a restart waits for the old applier) and the ``journal-*.log`` files beside
+  the database.
+  Cluster nodes (``--redis-url``) use ``loop`` (``make_store``'s ``shared``): nodes on one
+  machine may share the file, and a node reads what another committed (ratings, rated
+  pairs) as soon as that other's frames showed it, which a journal not yet applied would
+  not give. A node keeps its own journal only if ``STACKO_STORE_WRITER=journal`` says so
+  (``--node-id`` names it). A start with any writer first applies every journal in the
+  directory that no live server holds.
+- ``loop``: the changes of one event-loop turn are
   committed together in one transaction by a callback booked at the first of them
   (``call_soon``), on the loop, then their frames go out. In WAL mode with NORMAL a commit
   is a ``write()`` into the WAL, no fsync: about 45 us here. Measured against the thread
@@ -23,7 +46,8 @@ Group commit, two ways (``writer``):
   commits, and hands the newest ticket back to the loop (``call_soon_threadsafe``), which
   releases the held frames.
 
-``STACKO_STORE_WRITER=loop|thread`` overrides the choice (for benchmarks).
+``STACKO_STORE_WRITER=journal|loop|thread`` overrides the choice, and
+``STACKO_JOURNAL_NOTE_S`` the applier's ``NOTE_DELAY_S`` (for benchmarks).
 """
 
 from __future__ import annotations
@@ -34,18 +58,35 @@ import logging
 import os
 import queue
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from stacko.server.store.base import Op, Store, StoreError, runs
+from stacko.server.store import journal
+from stacko.server.store.base import COMMIT_BUCKETS, Op, Store, StoreError, runs
 from stacko.server.store.schema import MIGRATIONS, VERSION_TABLE, SchemaError, plan
 
 log = logging.getLogger("stacko.store")
 
 FILE_NAME = "stacko.sqlite3"
 CHECKPOINT_INTERVAL_S = 1.0
+LOCK_WAIT_S = 30.0
+"""How long a start waits for the data directory's lock: a server killed a moment ago
+leaves its applier finishing the journal (a second or two; longer only with a backlog)."""
+APPLIER_EXIT_S = 120.0
+"""How long a clean stop waits for the applier to finish the journal."""
+NOTE_RETRY_S = 0.005
+APPLIER_SCRIPT = str(Path(journal.__file__).with_name("journal.py"))
+"""The applier runs this file as a script (``-I``: nothing from the environment's Python
+settings or the user's site; the standard library only), even if the module was compiled."""
+NOTE_DELAY_S = float(os.environ.get("STACKO_JOURNAL_NOTE_S", "0.02"))
+"""How long after a change the applier is told of it (0: at the end of the loop turn): it
+then applies what came meanwhile in one transaction. Nothing waits for it but reads, which
+tell it at once. Measured at the scale step's load (5,000 games on one server), a note
+every loop turn and an answer to each cost the server 20 us of CPU a move."""
 
 _STOP = object()
 
@@ -56,6 +97,13 @@ the checkpoint copies it again), and the moves of one batch land in as many leaf
 there are games: 1 KiB pages write a quarter of what SQLite's default 4 KiB do. Measured on
 a table of 100,000 events, 50 games, 20 changes per commit: 6.5 us per change against 8.8
 (WAL 2.1 MB against 5.4 MB for 40,000 changes)."""
+
+
+def _bucket(seconds: float) -> int:
+    i = 0
+    while i < len(COMMIT_BUCKETS) and seconds > COMMIT_BUCKETS[i]:
+        i += 1
+    return i
 
 
 def _connect(path: str, sync: str) -> sqlite3.Connection:
@@ -107,12 +155,21 @@ class SQLiteStore(Store):
     kind = "sqlite"
 
     def __init__(
-        self, data_dir: str | os.PathLike[str], sync: str = "normal", writer: str = ""
+        self,
+        data_dir: str | os.PathLike[str],
+        sync: str = "normal",
+        writer: str = "",
+        node_id: str = "",
     ) -> None:
         super().__init__()
+        self.key = journal.key_of(node_id)
+        """This server's journal (``--node-id``: nodes on one machine may share a file)."""
         writer = writer or os.environ.get("STACKO_STORE_WRITER", "")
-        if writer not in ("loop", "thread"):  # auto: an fsync per commit must not stall the loop
-            writer = "thread" if sync == "full" else "loop"
+        if writer not in ("journal", "loop", "thread"):
+            # auto: with FULL each commit waits for an fsync, which must not stall the loop
+            writer = "thread" if sync == "full" else "journal"
+        if writer == "journal" and sync == "full":
+            raise ValueError("the journal writer commits without fsync: use --sync normal")
         self.writer = writer
         self._conn: sqlite3.Connection | None = None
         self._pending: list[tuple[int, list[Op]]] = []
@@ -127,23 +184,62 @@ class SQLiteStore(Store):
         self._stop = threading.Event()
         self._reader: sqlite3.Connection | None = None
         self._read_lock = threading.Lock()
+        # the journal writer (``journal``): its file, the applier, how far it is
+        self._lock_fd: int | None = None
+        self._jfd: int | None = None
+        self._jgen = 0
+        self._joffset = 0
+        self._notes: int | None = None
+        self._replies: int | None = None
+        self._reply_buf = b""
+        self._note_booked = False
+        self._note_timer: asyncio.TimerHandle | None = None
+        self._applier: subprocess.Popen[bytes] | None = None
+        self._stopping = False
+        self.applied = 0
+        """The newest ticket the applier has in SQLite (``journal``)."""
+        self._apply_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self.recovered = 0
+        """Changes the journal held at the start that SQLite did not (``journal``)."""
 
     async def open(self) -> None:
         self._loop = asyncio.get_running_loop()
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if self.writer == "journal":
+                await self._take_lock()
             writer = _connect(str(self.path), self.sync)
             migrate(writer)
-            writer.execute("PRAGMA wal_autocheckpoint=0")
+            if self.writer == "journal":
+                self.recovered, self._jgen = journal.recover(writer, str(self.data_dir), self.key)
+                self.recovered += self._recover_others(writer)
+                writer.close()
+            else:  # a journal left by a server that used one: applied first
+                self.recovered = self._recover_others(writer)
+                writer.execute("PRAGMA wal_autocheckpoint=0")
             self._reader = _connect(str(self.path), self.sync)
             self._reader.execute("SELECT count(*) FROM games").fetchone()
+            if self.writer == "journal":
+                self._start_journal()
         except SchemaError as exc:
+            self._release_lock()
             raise StoreError(f"{self.path}: {exc}") from None
+        except journal.JournalError as exc:
+            self._release_lock()
+            raise StoreError(f"cannot recover the journal: {exc}") from None
         except (sqlite3.Error, OSError) as exc:
+            self._release_lock()
             raise StoreError(
                 f"cannot use the data file {self.path}: {exc} (is the directory writable, "
                 "the disk not full, and the file an intact Stacko database?)"
             ) from None
+        if self.writer == "journal":
+            log.info(
+                "store: SQLite %s (WAL, synchronous=%s), journal %s%s",
+                self.path, self.sync.upper(), journal.file_name(self._jgen, self.key),
+                f" ({self.recovered} changes recovered from it)" if self.recovered else "",
+            )  # fmt: skip
+            return
         if self.writer == "loop":
             self._conn = writer
         else:
@@ -151,13 +247,277 @@ class SQLiteStore(Store):
                 target=self._write_loop, args=(writer,), name="stacko-store-writer", daemon=True
             )
             self._writer.start()
-        self._checkpointer = threading.Thread(
+        self._checkpointer = threading.Thread(  # (the journal's applier checkpoints itself)
             target=self._checkpoint_loop, name="stacko-store-checkpoint", daemon=True
         )
         self._checkpointer.start()
         log.info("store: SQLite %s (WAL, synchronous=%s)", self.path, self.sync.upper())
 
+    # -- the journal writer ------------------------------------------------------------
+
+    def _try_lock(self, key: str) -> int | None:
+        """The lock of journal ``key`` (an fd holding it), or None if another holds it."""
+        import fcntl
+
+        fd = os.open(
+            self.data_dir / journal.lock_name(key), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
+        )
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        return fd
+
+    async def _take_lock(self) -> None:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while (fd := self._try_lock(self.key)) is None:
+            if time.monotonic() > deadline:
+                lock_path = self.data_dir / journal.lock_name(self.key)
+                raise StoreError(
+                    f"{self.data_dir} is in use by another server (or the journal applier "
+                    f"of one that stopped): {lock_path} stayed locked for {LOCK_WAIT_S:.0f} "
+                    "s. Nodes that share a data directory need each its own --node-id"
+                )
+            await asyncio.sleep(0.05)
+        self._lock_fd = fd
+
+    def _recover_others(self, conn: sqlite3.Connection) -> int:
+        """Other journals in the directory that no server holds (one started under another
+        ``--node-id`` before): applied now, so that nothing waits for a name that may never
+        come back. Those a live server holds are its own business."""
+        applied = 0
+        own = {self.key} if self.writer == "journal" else set()
+        for key in sorted(journal.keys(str(self.data_dir)) - own):
+            fd = self._try_lock(key)
+            if fd is None:
+                continue
+            try:
+                applied += journal.recover(conn, str(self.data_dir), key)[0]
+            finally:
+                os.close(fd)
+        return applied
+
+    def _release_lock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def _start_journal(self) -> None:
+        """A new journal file, and the applier process that follows it."""
+        assert self._lock_fd is not None and self._loop is not None
+        path = self.data_dir / journal.file_name(self._jgen, self.key)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+        self._jfd = os.open(path, flags, 0o600)
+        self._joffset = os.fstat(self._jfd).st_size
+        notes_r, notes_w = os.pipe()
+        replies_r, replies_w = os.pipe()
+        try:
+            self._applier = subprocess.Popen(  # our own script, no shell
+                [
+                    sys.executable, "-I", APPLIER_SCRIPT, "--db", str(self.path),
+                    "--dir", str(self.data_dir), "--gen", str(self._jgen), "--key", self.key,
+                    "--sync", self.sync,
+                    "--notes", str(notes_r), "--reply", str(replies_w),
+                ],
+                pass_fds=(notes_r, replies_w, self._lock_fd),
+                stdin=subprocess.DEVNULL,
+                process_group=0,  # the terminal's Ctrl-C is the server's to handle
+            )  # fmt: skip
+        finally:
+            os.close(notes_r)
+            os.close(replies_w)
+        os.set_blocking(notes_w, False)
+        os.set_blocking(replies_r, False)
+        self._notes = notes_w
+        self._replies = replies_r
+        self._loop.add_reader(replies_r, self._on_replies)
+
+    def _append(self, ticket: int, ops: list[Op]) -> None:
+        """The journal writer's commit: the change's record, written whole."""
+        started = time.perf_counter()
+        record = journal.encode(ticket, ops)
+        fd = self._jfd
+        assert fd is not None
+        try:
+            done = os.write(fd, record)
+            while done < len(record):  # a regular file writes short only when it fails
+                done += os.write(fd, memoryview(record)[done:])
+        except OSError as exc:
+            log.critical("journal write failed in %s: %s", self.data_dir, exc)
+            self._failed(exc)
+            return
+        self._joffset += len(record)
+        seconds = time.perf_counter() - started
+        gate = self.gate
+        if self._waiters or gate.has_held():  # something waits for this commit
+            self._committed(ticket, 1, len(ops), seconds)
+        else:  # nothing does: ``_committed``'s bookkeeping alone, inline (once per change)
+            s = self._stats
+            s.commits += 1
+            s.changes += 1
+            s.statements += len(ops)
+            s.commit_seconds += seconds
+            s.commit_buckets[0 if seconds <= COMMIT_BUCKETS[0] else _bucket(seconds)] += 1
+            if s.batch_max < 1:
+                s.batch_max = 1
+            self.committed = ticket
+            gate.holding = ticket < self.appended
+        if not self._note_booked:
+            self._note_booked = True
+            assert self._loop is not None
+            if NOTE_DELAY_S > 0:
+                self._note_timer = self._loop.call_later(NOTE_DELAY_S, self._send_note)
+            else:
+                self._loop.call_soon(self._send_note)
+        if self._joffset >= journal.ROTATE_BYTES:
+            self._rotate()
+
+    def _rotate(self) -> None:
+        """Start the next journal file (the applier deletes this one once it has it)."""
+        assert self._jfd is not None
+        os.close(self._jfd)
+        self._jfd = None
+        self._jgen += 1
+        try:
+            path = self.data_dir / journal.file_name(self._jgen, self.key)
+            self._jfd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            log.critical("cannot start a new journal file in %s: %s", self.data_dir, exc)
+            self._failed(exc)
+            return
+        self._joffset = 0
+
+    def _send_note(self, want: bool = False) -> None:
+        """Tell the applier how far to go (``NOTE_DELAY_S`` after a change, or at once
+        for a read that waits: ``want``, the applier answers)."""
+        self._note_booked = False
+        if self._note_timer is not None:
+            self._note_timer.cancel()
+            self._note_timer = None
+        notes = self._notes
+        if notes is None:
+            return
+        try:
+            os.write(notes, journal.NOTE.pack(self._jgen, self._joffset, self.appended, want))
+        except BlockingIOError:  # the applier is behind by a full pipe: say it again soon
+            self._note_booked = True
+            assert self._loop is not None
+            self._note_timer = self._loop.call_later(NOTE_RETRY_S, self._send_note, want)
+        except OSError:
+            pass  # the applier is gone: its pipe's end says so (``_on_replies``)
+
+    def _on_replies(self) -> None:
+        """The applier's answers (``journal.DONE``), or its end."""
+        replies = self._replies
+        assert replies is not None
+        try:
+            data = os.read(replies, journal.DONE.size * 1024)
+        except BlockingIOError:
+            return
+        if not data:
+            self._applier_ended()
+            return
+        buf = self._reply_buf + data
+        whole = len(buf) - len(buf) % journal.DONE.size
+        self._reply_buf = buf[whole:]
+        s = self._stats
+        for i in range(0, whole, journal.DONE.size):
+            ticket, seconds, changes, transactions = journal.DONE.unpack_from(buf, i)
+            self.applied = max(self.applied, ticket)
+            s.applies += transactions
+            s.applied_changes += changes
+            s.apply_seconds += seconds
+        if self._apply_waiters:
+            keep = []
+            for want, fut in self._apply_waiters:
+                if want <= self.applied:
+                    if not fut.done():
+                        fut.set_result(None)
+                else:
+                    keep.append((want, fut))
+            self._apply_waiters = keep
+
+    def _applier_ended(self) -> None:
+        assert self._loop is not None and self._replies is not None
+        self._loop.remove_reader(self._replies)
+        os.close(self._replies)
+        self._replies = None
+        if self._stopping:
+            return
+        proc = self._applier
+        code = None if proc is None else proc.poll()
+        exc = StoreError(
+            f"the journal's applier (pid {proc.pid if proc else '?'}) stopped"
+            + (f" with status {code}" if code is not None else "")
+            + ": SQLite no longer gets the games' changes (its message is above)"
+        )
+        log.critical("%s", exc)
+        self._failed(exc)
+        for _, fut in self._apply_waiters:
+            if not fut.done():
+                fut.set_exception(exc)
+        self._apply_waiters = []
+
+    async def caught_up(self) -> None:
+        """Wait until SQLite holds every change submitted so far (``journal``; reads)."""
+        want = self.appended
+        if self.writer != "journal" or self._stopping or self.applied >= want:
+            return
+        if self.failed is not None:
+            raise StoreError(f"the store failed: {self.failed}")
+        assert self._loop is not None
+        self._send_note(want=True)  # now, and asking for an answer
+        fut: asyncio.Future[None] = self._loop.create_future()
+        self._apply_waiters.append((want, fut))
+        await fut
+
+    async def flush(self) -> None:
+        await super().flush()
+        await self.caught_up()
+
+    async def _close_journal(self) -> None:
+        self._stopping = True
+        if self._note_booked:
+            self._send_note()
+        if self._jfd is not None:
+            os.close(self._jfd)
+            self._jfd = None
+        if self._notes is not None:
+            os.close(self._notes)  # the applier applies the rest, then exits
+            self._notes = None
+        proc, self._applier = self._applier, None
+        if proc is not None:
+            try:
+                code = await asyncio.to_thread(proc.wait, APPLIER_EXIT_S)
+            except subprocess.TimeoutExpired:
+                log.error(
+                    "the journal's applier (pid %d) is still at work after %.0f s: it "
+                    "finishes alone, and a restart waits for it", proc.pid, APPLIER_EXIT_S
+                )  # fmt: skip
+            else:
+                if code != 0:
+                    log.error("the journal's applier ended with status %d", code)
+        if self._replies is not None:
+            assert self._loop is not None
+            self._loop.remove_reader(self._replies)
+            os.close(self._replies)
+            self._replies = None
+        for _, fut in self._apply_waiters:
+            if not fut.done():
+                fut.set_exception(StoreError("the store closed"))
+        self._apply_waiters = []
+
+    def hold(self, release: Any, arg: Any) -> None:
+        if self.writer == "journal" and not self.gate.holding:
+            release(arg)  # everything submitted is committed already (journaled)
+            return
+        super().hold(release, arg)
+
     def _enqueue(self, ticket: int, ops: list[Op]) -> None:
+        if self._jfd is not None:
+            self._append(ticket, ops)
+            return
         if self._conn is None:
             self._queue.put((ticket, ops))
             return
@@ -233,6 +593,8 @@ class SQLiteStore(Store):
 
     async def close(self) -> None:
         """Commit what is queued, then stop the threads (a final checkpoint truncates the WAL)."""
+        if self.writer == "journal":
+            await self._close_journal()
         if self._conn is not None:
             self._commit_pending()
             self._conn.close()
@@ -246,6 +608,7 @@ class SQLiteStore(Store):
             await asyncio.to_thread(self._checkpointer.join)
             self._checkpointer = None
         await asyncio.to_thread(self._close_reader)
+        self._release_lock()
 
     def _close_reader(self) -> None:
         """Under the reader's lock: a ``fetch`` whose caller was cancelled (or timed out)
@@ -271,6 +634,8 @@ class SQLiteStore(Store):
             return list(self._held_reader().execute(sql, params).fetchall())
 
     async def fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if self.applied < self.appended and self.writer == "journal":
+            await self.caught_up()
         return await asyncio.to_thread(self._read, sql, params)
 
     def _run(self, ops: list[Op]) -> None:
@@ -286,6 +651,8 @@ class SQLiteStore(Store):
                 raise
 
     async def execute(self, ops: Any) -> None:
+        if self.applied < self.appended and self.writer == "journal":
+            await self.caught_up()
         await asyncio.to_thread(self._run, list(ops))
 
     def file_bytes(self) -> int:
@@ -295,4 +662,7 @@ class SQLiteStore(Store):
             p = Path(str(self.path) + suffix)
             if p.exists():
                 total += p.stat().st_size
+        for gen in journal.generations(str(self.data_dir), self.key):
+            with contextlib.suppress(OSError):
+                total += (self.data_dir / journal.file_name(gen, self.key)).stat().st_size
         return total

@@ -47,8 +47,8 @@ def pg_cluster():
 
 @pytest.fixture(params=["sqlite", "sqlite-thread", "postgresql"])
 def store_kind(request):
-    """SQLite with each writer (the loop's, the default; the thread's, for --sync full) and
-    PostgreSQL."""
+    """SQLite with the journal writer (the default) and the thread's (for --sync full), and
+    PostgreSQL (the loop writer, kept for benchmarks, has tests of its own)."""
     return request.param
 
 
@@ -69,8 +69,8 @@ async def open_store(store_spec):
 
     opened = []
 
-    async def make():
-        store = make_store(*store_spec)
+    async def make(spec=None):
+        store = make_store(*(spec or store_spec))
         await store.open()
         opened.append(store)
         return store

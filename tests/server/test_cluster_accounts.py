@@ -41,7 +41,8 @@ class Nodes:
                 hello_burst_per_ip=1_000_000, max_connections_per_ip=0, lease_s=1.5,
                 registrations_per_hour=1000, **config,
             )  # fmt: skip
-            server = Server(cfg, bots=({}, None), store=make_store(*store_spec))
+            store = make_store(*store_spec, node_id=cfg.node_id, shared=True)  # as a node's
+            server = Server(cfg, bots=({}, None), store=store)
             await server.start()
             self.nodes.append(server)
 

@@ -54,8 +54,16 @@ def test_migration_plan():
     assert plan(SCHEMA_VERSION) == []
 
 
-async def test_group_commit_takes_everything_queued(open_store):
-    store = await open_store()
+def batched(store_spec):
+    """``store_spec`` with the SQLite writer that commits in batches (``loop``): the
+    journal writer commits each change alone (its applier's transactions are the batches)."""
+    if store_spec[0] != "sqlite" or len(store_spec) > 2:  # PostgreSQL, the writer thread
+        return store_spec
+    return ("sqlite", store_spec[1], "normal", "loop")
+
+
+async def test_group_commit_takes_everything_queued(open_store, store_spec):
+    store = await open_store(batched(store_spec))
     for i in range(200):
         store.submit([game_row(f"{i:016x}", i)])
     await store.flush()
@@ -64,8 +72,8 @@ async def test_group_commit_takes_everything_queued(open_store):
     assert (await store.fetch("SELECT count(*) FROM games"))[0][0] == 200
 
 
-async def test_gate_releases_held_frames_in_order_after_the_commit(open_store):
-    store = await open_store()
+async def test_gate_releases_held_frames_in_order_after_the_commit(open_store, store_spec):
+    store = await open_store(batched(store_spec))
     out: list[str] = []
     store.hold(out.append, "before")  # nothing pending: released by the next commit
     store.submit([game_row("b" * 16, 1)])
@@ -90,8 +98,10 @@ async def test_paging_and_retention(open_store):
     ]  # fmt: skip
 
 
-async def test_a_failed_commit_stops_everything(open_store):
-    store = await open_store()
+async def test_a_failed_commit_stops_everything(open_store, store_spec):
+    """(The journal's commit is its write: a statement SQLite refuses stops its applier,
+    ``test_store_journal.py``.)"""
+    store = await open_store(batched(store_spec))
     failures = []
     store.on_failure = failures.append
     store.submit([("INSERT INTO no_such_table VALUES (?)", (1,))])
@@ -238,7 +248,7 @@ def test_the_gate_releases_up_to_a_ticket_in_order_with_what_is_held_meanwhile()
     assert out == ["a", "b", "c", "d", "d2"] and gate.holding
 
 
-@pytest.mark.parametrize("writer", ["loop", "thread"])
+@pytest.mark.parametrize("writer", ["journal", "loop", "thread"])
 async def test_closing_waits_for_a_read_whose_caller_is_gone(tmp_path, writer):
     """A ``fetch`` runs in a thread (and reads on there when its caller is cancelled);
     ``close`` closed the connection under it, which crashed the process now and then (a

@@ -140,7 +140,7 @@ async def test_records_api_lists_serves_and_replays_finished_games_only(make_har
         assert name.encode() in metrics, name
 
 
-@pytest.mark.parametrize("writer", ["loop", "thread"])
+@pytest.mark.parametrize("writer", ["journal", "loop", "thread"])
 async def test_no_frame_shows_a_move_before_it_is_committed(make_harness, tmp_path, writer):
     store = StalledSQLite(tmp_path / "data", "normal", writer)
     h = await make_harness(store=store)
@@ -281,7 +281,7 @@ async def test_sessions_are_stored_only_as_hashes(make_harness, store_spec):
     assert hashlib.sha256(g.seats[0].token.encode()).hexdigest() in dump
 
 
-@pytest.mark.parametrize("writer", ["loop", "thread"])
+@pytest.mark.parametrize("writer", ["journal", "loop", "thread"])
 async def test_a_close_waits_behind_the_frames_held_before_it(make_harness, tmp_path, writer):
     """A fatal error while a commit is pending: the error frame and then the close, in
     that order, once the commit is done (a close that went first would lose the frame)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import time
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -169,11 +170,18 @@ def test_missing_unfinished_and_bad_games_say_so(server, new_player, tmp_path) -
         b = WireClient(server.http_url.replace("http", "ws", 1), "Ben")
         b.send({"type": "join", "room": code, "id": 1})
         a.until(lambda f: f["type"] == "state")
-        db = sqlite3.connect(tmp_path / "data" / "stacko.sqlite3")
-        try:
-            (live,) = db.execute("SELECT id FROM games WHERE status = 'playing'").fetchone()
-        finally:
-            db.close()
+        live = None
+        for _ in range(100):  # another process: it sees the change once the journal's
+            db = sqlite3.connect(tmp_path / "data" / "stacko.sqlite3")  # applier has it
+            try:
+                row = db.execute("SELECT id FROM games WHERE status = 'playing'").fetchone()
+            finally:
+                db.close()
+            if row is not None:
+                (live,) = row
+                break
+            time.sleep(0.02)
+        assert live is not None
         viewer = new_player("Viewer")
         page = viewer.page
         for gid in (live, "0000000000000000"):

@@ -1,0 +1,399 @@
+"""The SQLite store's journal: the commit point of every change, and its applier.
+
+A change is committed when its record is in the journal: one ``write()`` on the event loop
+(a few microseconds, no fsync, like a WAL commit at ``synchronous=NORMAL``: it survives a
+kill -9 of the process, not a power loss), after which its frames leave at once. SQLite gets
+the change later, from an applier that runs as a process of its own (this file, run as a
+script: the standard library only, so it starts in tens of milliseconds), so neither
+SQLite's work nor a wait for it is on the way of any frame. Why a process and not a thread:
+a thread needs the GIL between SQLite's statements, which the loop holds through each turn,
+and then falls behind while the loop is busy (``bench/README.md``, "The scale step's
+latency").
+
+Files, in the data directory: ``journal-<gen>.log`` (``gen`` eight digits), appended to by
+the server, a new one once the current passes ``ROTATE_BYTES``. A record is a header
+(``HEADER``: the payload's length, its CRC-32, the change's ticket) and the payload, the
+change's statements as ``marshal`` data (a list of ``(sql, params)``; the server writes it,
+nobody else). What SQLite holds is marked in SQLite itself, in the transaction that applied
+it: ``journal_position`` (a row per journal: the next generation and offset to apply).
+
+A data directory may serve several node processes on one machine (``--node-id``: each its
+own journal, ``journal-<node>-<gen>.log``, and lock, ``stacko-<node>.lock``; a server
+without one uses ``journal-<gen>.log`` and ``stacko.lock``): SQLite takes their appliers'
+transactions in turn. A start applies its own journal, and any other whose lock it can
+take (a server that will not come back under that name leaves nothing unapplied).
+
+Recovery (``recover``, at start, before the server listens): every record after that
+position is applied, in order; a record cut short or failing its CRC at a file's end is the
+change a kill -9 interrupted in its ``write()`` (its frames never left) and is dropped; one
+anywhere else means the file is corrupt and the server refuses to start.
+
+The conversation while the server runs, over two pipes: ``NOTE_DELAY_S`` (of the server,
+``server.store.sqlite``) after a change, the server sends ``NOTE`` (generation, end
+offset, newest ticket, whether it waits for an answer); the applier applies everything up
+to it in one transaction, and answers ``DONE`` (newest ticket applied, and its figures)
+when asked (a read waits for it), or at most every ``ANSWER_EVERY_S``. When the server
+closes the note pipe, the applier applies what is left, checkpoints, deletes the finished
+journal and exits 0; on any error it writes a line to stderr and exits 1 (the server then
+stops: fail-stop, like a failed commit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import marshal
+import os
+import re
+import signal
+import sqlite3
+import struct
+import sys
+import time
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+HEADER = struct.Struct("<IIQ")
+"""A record's header: payload bytes, CRC-32 of the payload, ticket."""
+NOTE = struct.Struct("<QQQQ")
+"""Server to applier: generation, end offset in it, the ticket of the last record there,
+and whether the server waits for an answer (a read that must see everything before it)."""
+DONE = struct.Struct("<QdQQ")
+"""Applier to server: newest ticket applied, then since the last answer: seconds in
+transactions, changes applied, transactions."""
+ANSWER_EVERY_S = 1.0
+"""Unasked, the applier answers at most this often (the figures on ``/metrics``): every
+answer wakes the server's loop, which has better things to do."""
+MAX_PAYLOAD = 256 << 20
+"""A length over this in a header is a corrupt file, not a change."""
+ROTATE_BYTES = 64 << 20
+"""A journal past this size is closed and a new one started (the applier deletes the old
+one once applied): the journal holds what SQLite does not have yet, plus at most this."""
+APPLY_MAX_CHANGES = 2_000
+"""Changes per transaction of the applier (recovery's catch-up runs in several)."""
+FENCE = "FENCE"
+"""``server.store.base.FENCE``: a pseudo statement only PostgreSQL checks (defined here so
+that this file runs alone)."""
+
+POSITION_TABLE = (
+    "CREATE TABLE IF NOT EXISTS journal_position ("
+    "journal TEXT PRIMARY KEY, gen INTEGER NOT NULL, offset INTEGER NOT NULL)"
+)
+_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]{0,63}")
+
+Op = tuple[str, tuple[Any, ...]]
+
+
+class JournalError(Exception):
+    """The journal cannot be read or applied (a clear message; the server does not start)."""
+
+
+def key_of(node_id: str) -> str:
+    """The journal's name for a node (``""`` for a server without ``--node-id``): the id
+    itself if it is a plain word, else a digest of it (ids may hold any character)."""
+    if not node_id or _SAFE.fullmatch(node_id):
+        return node_id
+    return "h" + zlib.crc32(node_id.encode()).to_bytes(4, "big").hex() + hex(len(node_id))[2:]
+
+
+def file_name(gen: int, key: str = "") -> str:
+    return f"journal-{key}-{gen:08d}.log" if key else f"journal-{gen:08d}.log"
+
+
+def lock_name(key: str = "") -> str:
+    return f"stacko-{key}.lock" if key else "stacko.lock"
+
+
+def _parse(name: str) -> tuple[str, int] | None:
+    if not (name.startswith("journal-") and name.endswith(".log")):
+        return None
+    key, _, digits = name[len("journal-") : -len(".log")].rpartition("-")
+    if len(digits) != 8 or not digits.isdigit():
+        return None
+    return key, int(digits)
+
+
+def generations(directory: str, key: str = "") -> list[int]:
+    """The generations of journal ``key``'s files in ``directory``, oldest first."""
+    found = (_parse(name) for name in os.listdir(directory))
+    return sorted(g for k, g in filter(None, found) if k == key)
+
+
+def keys(directory: str) -> set[str]:
+    """The journals that have files in ``directory``."""
+    return {k for k, _ in filter(None, (_parse(name) for name in os.listdir(directory)))}
+
+
+def encode(ticket: int, ops: list[Op]) -> bytes:
+    """One change's record."""
+    payload = marshal.dumps(ops)
+    return HEADER.pack(len(payload), zlib.crc32(payload), ticket) + payload
+
+
+Record = tuple[int, list[Op], int]
+"""A decoded record: its ticket, its statements, and the offset just after it."""
+
+
+def decode(data: bytes, start: int = 0, base: int = 0) -> tuple[list[Record], int, str]:
+    """The records of ``data`` from ``start`` (``base``: the file offset of ``data[0]``):
+    ``(records, end, trouble)``, where ``end`` is just after the last whole record and
+    ``trouble`` says why reading stopped before the end of ``data`` ("" if it did not)."""
+    out: list[Record] = []
+    pos = start
+    size = len(data)
+    while pos < size:
+        if size - pos < HEADER.size:
+            return out, pos, "a record header cut short"
+        length, crc, ticket = HEADER.unpack_from(data, pos)
+        if length > MAX_PAYLOAD:
+            return out, pos, f"a record of {length} bytes"
+        body = pos + HEADER.size
+        if size - body < length:
+            return out, pos, "a record cut short"
+        payload = data[body : body + length]
+        if zlib.crc32(payload) != crc:
+            return out, pos, "a record that fails its CRC"
+        try:
+            ops = marshal.loads(payload)
+        except (EOFError, ValueError, TypeError) as exc:
+            return out, pos, f"a record that cannot be read ({exc})"
+        pos = body + length
+        out.append((ticket, ops, base + pos))
+    return out, pos, ""
+
+
+def whole(path: str, start: int) -> list[Record]:
+    """The records of the journal file ``path`` from ``start``, where nothing more will be
+    written. A record cut short or failing its CRC at the very end is the change a kill -9
+    interrupted in its ``write()`` (its frames never left): dropped. Anywhere else the file
+    is corrupt: JournalError."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if start > len(data):
+        raise JournalError(f"{path}: shorter ({len(data)} bytes) than already applied ({start})")
+    records, end, trouble = decode(data, start)
+    if trouble:
+        # A cut record is the file's last bytes; a write() that was interrupted leaves
+        # nothing after it. More than its own length after it: corruption.
+        length = HEADER.unpack_from(data, end)[0] if len(data) - end >= HEADER.size else 0
+        if len(data) - end > HEADER.size + min(length, MAX_PAYLOAD):
+            raise JournalError(f"{path}: {trouble} at byte {end} of {len(data)}")
+    return records
+
+
+def runs(batch: Sequence[tuple[int, Sequence[Op]]]) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    """The statements of a batch of changes, in order, with consecutive uses of one
+    statement merged (one ``executemany`` each: the moves of many games in a row)."""
+    out: list[tuple[str, list[tuple[Any, ...]]]] = []
+    for _, ops in batch:
+        for sql, params in ops:
+            if sql == FENCE:
+                continue  # checked by the backend before the statements
+            if out and out[-1][0] == sql:
+                out[-1][1].append(params)
+            else:
+                out.append((sql, [params]))
+    return out
+
+
+def position(conn: sqlite3.Connection, key: str = "") -> tuple[int, int]:
+    """Where applying journal ``key`` goes on: ``(generation, offset)``."""
+    conn.execute(POSITION_TABLE)
+    sql = "SELECT gen, offset FROM journal_position WHERE journal = ?"
+    row = conn.execute(sql, (key,)).fetchone()
+    return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+
+def apply(
+    conn: sqlite3.Connection, batch: Sequence[Record], gen: int, offset: int, key: str = ""
+) -> int:
+    """``batch`` and the new position in one transaction; the statements it ran."""
+    statements = 0
+    conn.execute("BEGIN")
+    try:
+        for sql, rows in runs([(t, ops) for t, ops, _ in batch]):
+            conn.executemany(sql, rows)
+            statements += len(rows)
+        conn.execute(
+            "INSERT INTO journal_position (journal, gen, offset) VALUES (?, ?, ?) "
+            "ON CONFLICT (journal) DO UPDATE SET gen = excluded.gen, offset = excluded.offset",
+            (key, gen, offset),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return statements
+
+
+class Tally:
+    """What the applier did since its last answer (``DONE``)."""
+
+    def __init__(self) -> None:
+        self.ticket = 0
+        self.seconds = 0.0
+        self.changes = 0
+        self.transactions = 0
+
+    def answer(self) -> bytes:
+        out = DONE.pack(self.ticket, self.seconds, self.changes, self.transactions)
+        self.seconds = 0.0
+        self.changes = self.transactions = 0
+        return out
+
+
+def apply_all(
+    conn: sqlite3.Connection,
+    records: list[Record],
+    gen: int,
+    tally: Tally | None = None,
+    key: str = "",
+) -> None:
+    """``records`` of generation ``gen``, ``APPLY_MAX_CHANGES`` a transaction, counted in
+    ``tally`` if given."""
+    for i in range(0, len(records), APPLY_MAX_CHANGES):
+        part = records[i : i + APPLY_MAX_CHANGES]
+        started = time.perf_counter()
+        apply(conn, part, gen, part[-1][2], key)
+        if tally is not None:
+            tally.seconds += time.perf_counter() - started
+            tally.changes += len(part)
+            tally.transactions += 1
+            tally.ticket = part[-1][0]
+
+
+def _finish_file(conn: sqlite3.Connection, directory: str, gen: int, key: str) -> None:
+    """Generation ``gen`` is applied wholly: the position moves past it, then it goes."""
+    apply(conn, [], gen + 1, 0, key)
+    os.unlink(os.path.join(directory, file_name(gen, key)))
+
+
+def recover(conn: sqlite3.Connection, directory: str, key: str = "") -> tuple[int, int]:
+    """Apply whatever the journal files hold past the recorded position, delete them, and
+    return ``(changes applied, the generation to write next)``. JournalError if a file is
+    corrupt anywhere but at its very end. The caller holds the data directory's lock, so
+    no other process writes the journal or applies it meanwhile."""
+    gen, offset = position(conn, key)
+    applied = 0
+    for g in generations(directory, key):
+        path = os.path.join(directory, file_name(g, key))
+        if g < gen:
+            os.unlink(path)  # applied: its deletion was cut short
+            continue
+        records = whole(path, offset if g == gen else 0)
+        try:
+            apply_all(conn, records, g, None, key)
+        except sqlite3.Error as exc:
+            raise JournalError(
+                f"{path}: SQLite refused a change it holds ({exc}). If the disk is full or "
+                "the directory not writable, fix that and start again; otherwise the file "
+                "holds a change this version cannot apply: move it aside to start without "
+                "the changes it holds"
+            ) from None
+        applied += len(records)
+        _finish_file(conn, directory, g, key)
+        gen, offset = g + 1, 0
+    if gen == 0:
+        apply(conn, [], 1, 0, key)
+        gen = 1
+    return applied, gen
+
+
+# -- the applier process --------------------------------------------------------------------
+
+
+class Applier:
+    """The process's state: the file it is in, and how far."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, directory: str, gen: int, reply: int, key: str
+    ) -> None:
+        self.key = key
+        self.conn = conn
+        self.directory = directory
+        self.gen = gen
+        self.offset = 0
+        self.reply = reply
+        self.tally = Tally()
+        self.answered = time.monotonic()
+
+    def answer(self, asked: bool) -> None:
+        """Tell the server how far SQLite is, if it asked or has not heard for a while."""
+        now = time.monotonic()
+        if asked or (self.tally.transactions and now - self.answered >= ANSWER_EVERY_S):
+            os.write(self.reply, self.tally.answer())
+            self.answered = now
+
+    def upto(self, gen: int, end: int) -> None:
+        """Apply every record up to offset ``end`` of generation ``gen`` (the server wrote
+        them wholly before it said so, and every file before ``gen`` is finished)."""
+        while self.gen < gen:
+            path = os.path.join(self.directory, file_name(self.gen, self.key))
+            apply_all(self.conn, whole(path, self.offset), self.gen, self.tally, self.key)
+            _finish_file(self.conn, self.directory, self.gen, self.key)
+            self.gen += 1
+            self.offset = 0
+        if end <= self.offset:
+            return
+        path = os.path.join(self.directory, file_name(gen, self.key))
+        with open(path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read(end - self.offset)
+        records, used, trouble = decode(data, 0, self.offset)
+        if trouble or len(data) != end - self.offset:
+            why = trouble or f"the file ends before byte {end}"
+            raise JournalError(f"{path}: {why} at byte {self.offset + used}")
+        apply_all(self.conn, records, gen, self.tally, self.key)
+        self.offset = end
+
+
+def _serve(args: argparse.Namespace) -> None:
+    conn = sqlite3.connect(args.db, isolation_level=None, timeout=30)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={'FULL' if args.sync == 'full' else 'NORMAL'}")
+    conn.execute("PRAGMA foreign_keys=OFF")
+    applier = Applier(conn, args.dir, args.gen, args.reply, args.key)
+    pending = b""
+    while True:
+        data = os.read(args.notes, NOTE.size * 512)
+        if not data:  # the server closed the pipe (or died): apply what is left, and end
+            recover(conn, args.dir, args.key)  # (no answer: the server may be gone)
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            conn.close()
+            return
+        pending += data
+        whole_notes = len(pending) - len(pending) % NOTE.size
+        if not whole_notes:
+            continue
+        asked = any(NOTE.unpack_from(pending, i)[3] for i in range(0, whole_notes, NOTE.size))
+        gen, end, _ticket, _ = NOTE.unpack_from(pending, whole_notes - NOTE.size)
+        pending = pending[whole_notes:]
+        applier.upto(gen, end)
+        applier.answer(asked)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # The terminal's Ctrl-C and a service manager's SIGTERM reach the whole process group:
+    # the server decides when this ends (it closes the pipe; if it dies, the pipe closes).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    parser = argparse.ArgumentParser(description="Applies the server's journal to SQLite.")
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--dir", required=True)
+    parser.add_argument("--gen", type=int, required=True)
+    parser.add_argument("--key", default="")
+    parser.add_argument("--sync", default="normal")
+    parser.add_argument("--notes", type=int, required=True)
+    parser.add_argument("--reply", type=int, required=True)
+    args = parser.parse_args(argv)
+    try:
+        _serve(args)
+    except (OSError, sqlite3.Error, JournalError) as exc:
+        print(f"stacko store applier: {exc}", file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

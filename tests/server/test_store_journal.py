@@ -1,0 +1,372 @@
+"""The SQLite store's journal (``server.store.journal``): the commit point, its applier
+process, recovery from it after a crash at any point, the data directory's lock, and the
+faults that must stop the server with a clear message (a corrupt journal, an applier that
+dies). Real files and real processes throughout."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+
+import pytest
+
+from stacko.server.store import StoreError, journal, make_store
+from stacko.server.store import sqlite as sqlite_store
+from stacko.server.store.sqlite import FILE_NAME
+
+
+def game_row(gid: str, n: int = 0):
+    return (
+        "INSERT INTO games (id, code, game, variant, options, rules_version, public, players, "
+        "player0, player1, status, started_ms) "
+        "VALUES (?, 'ABCDEF', 'stacko', NULL, '{}', 1, 1, '[]', 'a', 'b', 'playing', ?)",
+        (gid, n),
+    )
+
+
+def log_row(gid: str, seq: int):
+    return (
+        "INSERT INTO event_log (game_id, seq, kind, seat, ply, payload, at_ms) "
+        "VALUES (?, ?, 'move', 0, ?, '{}', 0)",
+        (gid, seq, seq),
+    )
+
+
+def gid(i: int) -> str:
+    return f"{i:016x}"
+
+
+def count(data_dir, sql: str) -> int:
+    """Read the file directly, as another process would."""
+    conn = sqlite3.connect(os.path.join(data_dir, FILE_NAME))
+    try:
+        return int(conn.execute(sql).fetchone()[0])
+    finally:
+        conn.close()
+
+
+async def opened(data_dir):
+    store = make_store("sqlite", str(data_dir))
+    await store.open()
+    assert store.writer == "journal"
+    return store
+
+
+def test_records_decode_back_and_a_cut_or_damaged_tail_is_found():
+    ops = [game_row(gid(1)), log_row(gid(1), 1)]
+    data = journal.encode(1, ops) + journal.encode(2, [log_row(gid(1), 2)])
+    records, end, trouble = journal.decode(data)
+    assert [(t, o) for t, o, _ in records] == [(1, ops), (2, [log_row(gid(1), 2)])]
+    assert end == len(data) and trouble == "" and records[-1][2] == len(data)
+    for cut in range(1, len(data) - records[0][2]):  # every cut of the second record
+        got, end, trouble = journal.decode(data[:-cut])
+        assert len(got) == 1 and end == records[0][2] and trouble
+    damaged = bytearray(data)
+    damaged[-3] ^= 0xFF
+    got, end, trouble = journal.decode(bytes(damaged))
+    assert len(got) == 1 and trouble == "a record that fails its CRC"
+
+
+def test_a_file_cut_at_its_end_is_read_up_to_the_cut_and_corruption_before_it_refused(tmp_path):
+    path = tmp_path / journal.file_name(1)
+    whole = b"".join(journal.encode(t, [log_row(gid(1), t)]) for t in range(1, 11))
+    path.write_bytes(whole[:-5])  # a kill -9 in the last write()
+    assert [t for t, _, _ in journal.whole(str(path), 0)] == list(range(1, 10))
+    damaged = bytearray(whole)
+    damaged[40] ^= 0xFF  # inside the first record: nine whole records after it
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(journal.JournalError, match="fails its CRC at byte 0"):
+        journal.whole(str(path), 0)
+
+
+async def test_a_change_is_readable_at_once_and_in_the_file_soon_after(tmp_path):
+    data = tmp_path / "data"
+    store = await opened(data)
+    try:
+        store.submit([game_row(gid(1))])
+        assert store.committed == store.appended == 1 and not store.holding  # no frame waits
+        # a read waits for the applier: it sees every change committed before it
+        assert await store.fetch("SELECT count(*) FROM games") == [(1,)]
+        assert store.applied == 1 and store.stats.applied_changes == 1
+        assert count(data, "SELECT count(*) FROM games") == 1  # another process sees it too
+    finally:
+        await store.close()
+    assert journal.generations(str(data)) == []  # a clean stop leaves no journal
+
+
+async def test_the_applier_batches_what_came_while_it_worked(tmp_path):
+    store = await opened(tmp_path / "data")
+    try:
+        for i in range(500):
+            store.submit([game_row(gid(i), i)])
+            if i % 50 == 0:
+                await asyncio.sleep(0)  # a loop turn: a note to the applier
+        await store.flush()
+        s = store.stats
+        assert s.commits == s.changes == 500  # a write() each
+        assert s.applied_changes == 500 and s.applies < 500
+        assert await store.fetch("SELECT count(*) FROM games") == [(500,)]
+    finally:
+        await store.close()
+
+
+async def test_a_restart_applies_what_sqlite_did_not_get_once(tmp_path):
+    """A crash with the journal ahead of SQLite: part of it applied (the position says how
+    far), the rest not, its last record cut by the crash. The restart applies exactly the
+    rest (a change applied twice would break the games' primary key)."""
+    data = tmp_path / "data"
+    store = await opened(data)
+    await store.close()  # the schema and position exist
+    conn = sqlite3.connect(data / FILE_NAME, isolation_level=None)
+    path = data / journal.file_name(journal.position(conn)[0])
+    records = [journal.encode(i + 1, [game_row(gid(i), i)]) for i in range(30)]
+    path.write_bytes(b"".join(records) + records[0][:7])
+    first_ten = journal.decode(b"".join(records[:10]))[0]
+    journal.apply(conn, first_ten, journal.position(conn)[0], first_ten[-1][2])
+    conn.close()
+    store = await opened(data)
+    try:
+        assert store.recovered == 20
+        assert await store.fetch("SELECT count(*) FROM games") == [(30,)]
+        assert [p.name for p in data.iterdir() if p.name.startswith("journal-")] == [
+            journal.file_name(store._jgen)
+        ]  # the old journal is gone; the new one is empty
+        assert (data / journal.file_name(store._jgen)).stat().st_size == 0
+    finally:
+        await store.close()
+
+
+async def test_a_corrupt_journal_stops_the_start_with_a_message(tmp_path):
+    data = tmp_path / "data"
+    await (await opened(data)).close()
+    conn = sqlite3.connect(data / FILE_NAME, isolation_level=None)
+    gen = journal.position(conn)[0]
+    conn.close()
+    records = b"".join(journal.encode(i + 1, [game_row(gid(i))]) for i in range(5))
+    damaged = bytearray(records)
+    damaged[len(records) // 2] ^= 0xFF
+    (data / journal.file_name(gen)).write_bytes(bytes(damaged))
+    store = make_store("sqlite", str(data))
+    with pytest.raises(StoreError, match=r"cannot recover the journal: .*journal-\d{8}\.log"):
+        await store.open()
+    assert count(data, "SELECT count(*) FROM games") == 0  # nothing after the damage applied
+    # the lock was let go: once the file is moved aside, a start works
+    os.rename(data / journal.file_name(gen), tmp_path / "aside.log")
+    await (await opened(data)).close()
+
+
+async def test_a_second_server_on_the_same_directory_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(sqlite_store, "LOCK_WAIT_S", 0.3)
+    data = tmp_path / "data"
+    first = await opened(data)
+    try:
+        with pytest.raises(StoreError, match="in use by another server"):
+            await opened(data)
+    finally:
+        await first.close()
+    await (await opened(data)).close()  # free again
+
+
+async def test_new_files_are_started_and_applied_ones_deleted(tmp_path, monkeypatch):
+    monkeypatch.setattr(journal, "ROTATE_BYTES", 2_000)
+    data = tmp_path / "data"
+    store = await opened(data)
+    try:
+        first = store._jgen
+        for i in range(300):
+            store.submit([game_row(gid(i), i), log_row(gid(i), 1)])
+            if i % 20 == 0:
+                await asyncio.sleep(0)
+        await store.flush()
+        assert store._jgen - first >= 10  # rotated many times
+        for _ in range(100):  # the applier deletes a file just after its last answer
+            if journal.generations(str(data)) == [store._jgen]:
+                break
+            await asyncio.sleep(0.02)
+        assert journal.generations(str(data)) == [store._jgen]
+        assert await store.fetch("SELECT count(*) FROM event_log") == [(300,)]
+    finally:
+        await store.close()
+
+
+async def test_an_applier_that_dies_stops_the_store_and_a_restart_recovers(tmp_path):
+    data = tmp_path / "data"
+    store = await opened(data)
+    failures: list[BaseException] = []
+    store.on_failure = failures.append
+    store.submit([game_row(gid(1))])
+    await store.flush()
+    assert store._applier is not None
+    os.kill(store._applier.pid, signal.SIGKILL)
+    for _ in range(200):
+        if failures:
+            break
+        await asyncio.sleep(0.01)
+    assert failures and "applier" in str(failures[0]) and store.failed is not None
+    store.submit([game_row(gid(2))])  # refused: a failed store takes nothing more
+    assert store.appended == 1
+    await store.close()
+    store = await opened(data)
+    try:
+        assert await store.fetch("SELECT id FROM games") == [(gid(1),)]
+    finally:
+        await store.close()
+
+
+async def test_the_applier_outlives_signals_to_its_group_and_stops_with_the_server(tmp_path):
+    """Ctrl-C in a terminal and a service manager's SIGTERM reach the applier as well as
+    the server: the applier waits for the server to close its pipe, applying everything."""
+    store = await opened(tmp_path / "data")
+    proc = store._applier
+    assert proc is not None
+    store.submit([game_row(gid(2))])
+    await store.flush()  # the applier is at work (past its start)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        os.kill(proc.pid, sig)
+    await asyncio.sleep(0.2)
+    assert proc.poll() is None
+    store.submit([game_row(gid(3))])
+    await store.close()
+    assert proc.poll() == 0
+    assert count(tmp_path / "data", "SELECT count(*) FROM games") == 2
+
+
+async def test_a_journal_write_that_fails_stops_the_store_and_nothing_leaves(tmp_path):
+    store = await opened(tmp_path / "data")
+    failures: list[BaseException] = []
+    store.on_failure = failures.append
+    released: list[str] = []
+    assert store._jfd is not None
+    read_only = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(read_only, store._jfd)  # as a full disk or a dead device would: write() fails
+    os.close(read_only)
+    store.submit([game_row(gid(1))])
+    store.hold(released.append, "a frame showing the change")
+    await asyncio.sleep(0.05)
+    assert failures and isinstance(failures[0], OSError)
+    assert released == [] and store.holding
+    await store.close()
+
+
+async def test_a_call_held_for_the_commit_runs_at_once_as_everything_is_committed(tmp_path):
+    store = await opened(tmp_path / "data")
+    try:
+        out: list[str] = []
+        store.hold(out.append, "before")
+        store.submit([game_row(gid(1))])
+        store.hold(out.append, "after")
+        assert out == ["before", "after"] and store.stats.held_frames == 0
+    finally:
+        await store.close()
+
+
+async def test_the_metrics_show_the_applier(tmp_path):
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from stacko.server.store.metrics import StoreCollector
+
+    store = await opened(tmp_path / "data")
+    try:
+        for i in range(20):
+            store.submit([game_row(gid(i))])
+        await store.flush()
+        registry = CollectorRegistry()
+        registry.register(StoreCollector(store))
+        page = generate_latest(registry).decode()
+        assert "stacko_store_commits_total 20.0" in page  # a journal write each
+        assert "stacko_store_applied_changes_total 20.0" in page
+        assert "stacko_store_unapplied_changes 0.0" in page
+    finally:
+        await store.close()
+
+
+async def test_a_change_sqlite_refuses_stops_the_applier_and_the_next_start(tmp_path):
+    """A statement SQLite refuses (a bug, not a player's doing) is in the journal, so it is
+    committed: the applier stops, the server with it, and a start says which file holds it
+    rather than run without it."""
+    data = tmp_path / "data"
+    store = await opened(data)
+    failures: list[BaseException] = []
+    store.on_failure = failures.append
+    store.submit([game_row(gid(1))])
+    store.submit([("INSERT INTO no_such_table VALUES (?)", (1,))])
+    for _ in range(300):
+        if failures:
+            break
+        await asyncio.sleep(0.01)
+    assert failures and "applier" in str(failures[0])
+    await store.close()
+    with pytest.raises(StoreError, match=r"journal-\d{8}\.log: SQLite refused a change"):
+        await make_store("sqlite", str(data)).open()
+
+
+async def test_nodes_sharing_a_directory_keep_a_journal_each(tmp_path):
+    """Node processes on one machine may share a data directory (``--node-id``): each has
+    its own journal and lock. A journal no server holds any more (a node renamed) is
+    applied by the next start, whatever its name."""
+    data = tmp_path / "data"
+    a = make_store("sqlite", str(data), node_id="n0")
+    b = make_store("sqlite", str(data), node_id="weird/id|x" * 3)
+    await a.open()
+    await b.open()
+    try:
+        a.submit([game_row(gid(1))])
+        b.submit([game_row(gid(2))])
+        await b.flush()
+        await a.flush()
+        assert await a.fetch("SELECT id FROM games ORDER BY id") == [(gid(1),), (gid(2),)]
+        names = sorted(p.name for p in data.iterdir() if p.name.startswith("journal-"))
+        assert names == sorted(
+            [journal.file_name(a._jgen, "n0"), journal.file_name(b._jgen, b.key)]
+        )
+    finally:
+        await b.close()
+    # n0 "crashes": its journal holds a change SQLite does not have
+    a._send_note = lambda *_, **__: None  # the applier hears of nothing more
+    a.submit([game_row(gid(3))])
+    assert a._applier is not None
+    a._applier.kill()
+    a._applier.wait()
+    path = data / journal.file_name(a._jgen, "n0")
+    saved = path.read_bytes()
+    a.on_failure = lambda exc: None
+    await a.close()
+    path.write_bytes(saved)  # (as the crash left it)
+    c = await opened(data)  # no --node-id: it applies n0's journal, which nobody holds
+    try:
+        assert c.recovered == 1
+        assert await c.fetch("SELECT count(*) FROM games") == [(3,)]
+        assert journal.keys(str(data)) == {""}
+    finally:
+        await c.close()
+
+
+def test_journal_names_are_plain_words():
+    assert journal.key_of("") == "" and journal.key_of("n1") == "n1"
+    odd = journal.key_of("../etc/passwd")
+    assert odd.isalnum() and odd != journal.key_of("../etc/passwd2")
+    for key in ("", "n1", "node-7", odd):
+        for gen in (1, 12345678):
+            assert journal._parse(journal.file_name(gen, key)) == (key, gen)
+
+
+async def test_a_start_with_another_writer_applies_a_journal_left_behind(tmp_path):
+    """A server that crashed with its journal ahead of SQLite, restarted as a cluster node
+    (the loop writer): the journal is applied first, not ignored."""
+    data = tmp_path / "data"
+    await (await opened(data)).close()
+    conn = sqlite3.connect(data / FILE_NAME, isolation_level=None)
+    gen = journal.position(conn)[0]
+    conn.close()
+    records = b"".join(journal.encode(i + 1, [game_row(gid(i))]) for i in range(4))
+    (data / journal.file_name(gen)).write_bytes(records)
+    store = make_store("sqlite", str(data), node_id="n0", shared=True)
+    await store.open()
+    try:
+        assert store.writer == "loop" and store.recovered == 4
+        assert await store.fetch("SELECT count(*) FROM games") == [(4,)]
+        assert journal.keys(str(data)) == set()
+    finally:
+        await store.close()
