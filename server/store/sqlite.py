@@ -20,8 +20,8 @@ Three writers (``writer``):
   process, a move per game every 2 s) the ``loop`` writer below kept every frame of a loop
   turn waiting for the turn's transaction, and did SQLite's work on the loop: p50 0.79-0.84
   ms against 0.57-0.59 without a store, server CPU 129-131 us a move against 85-87; the
-  journal, 0.74-0.76 ms and 112-115 us (alternating runs, ``bench/README.md``, "Sixth
-  session"). A commit costs a journal write (about 4 us a move there); the rest of the
+  journal, 0.74-0.76 ms and 112-115 us (alternating runs, ``bench/README.md``, "The
+  journal"). A commit costs a journal write (about 4 us a move there); the rest of the
   store's cost is building the record. The data directory holds ``stacko.lock`` (a
   ``flock`` held by the server and its applier: a second server on the same directory is
   refused, and a restart waits for the old applier) and the ``journal-*.log`` files beside
