@@ -173,10 +173,13 @@ def whole(path: str, start: int) -> list[Record]:
         raise JournalError(f"{path}: shorter ({len(data)} bytes) than already applied ({start})")
     records, end, trouble = decode(data, start)
     if trouble:
-        # A cut record is the file's last bytes; a write() that was interrupted leaves
-        # nothing after it. More than its own length after it: corruption.
-        length = HEADER.unpack_from(data, end)[0] if len(data) - end >= HEADER.size else 0
-        if len(data) - end > HEADER.size + min(length, MAX_PAYLOAD):
+        # A cut record is the file's last bytes: a write() that was interrupted leaves
+        # nothing after it, and a power loss (which ``--sync normal`` does not promise to
+        # survive, but a start must) may leave zeros there, or the last record's blocks
+        # unwritten. Anything after the record's own length: corruption.
+        rest = data[end:].rstrip(b"\0")
+        length = HEADER.unpack_from(rest)[0] if len(rest) >= HEADER.size else 0
+        if len(rest) > HEADER.size + min(length, MAX_PAYLOAD):
             raise JournalError(f"{path}: {trouble} at byte {end} of {len(data)}")
     return records
 

@@ -74,6 +74,11 @@ def test_a_file_cut_at_its_end_is_read_up_to_the_cut_and_corruption_before_it_re
     whole = b"".join(journal.encode(t, [log_row(gid(1), t)]) for t in range(1, 11))
     path.write_bytes(whole[:-5])  # a kill -9 in the last write()
     assert [t for t, _, _ in journal.whole(str(path), 0)] == list(range(1, 10))
+    path.write_bytes(whole + bytes(4096))  # a power loss: zeros past the last record
+    assert len(journal.whole(str(path), 0)) == 10
+    last = len(whole) - 10
+    path.write_bytes(whole[:last] + bytes(10) + bytes(4096))  # its last blocks unwritten
+    assert len(journal.whole(str(path), 0)) == 9
     damaged = bytearray(whole)
     damaged[40] ^= 0xFF  # inside the first record: nine whole records after it
     path.write_bytes(bytes(damaged))
