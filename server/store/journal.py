@@ -179,9 +179,29 @@ def whole(path: str, start: int) -> list[Record]:
         # unwritten. Anything after the record's own length: corruption.
         rest = data[end:].rstrip(b"\0")
         length = HEADER.unpack_from(rest)[0] if len(rest) >= HEADER.size else 0
-        if len(rest) > HEADER.size + min(length, MAX_PAYLOAD):
+        if (
+            len(rest) > HEADER.size + min(length, MAX_PAYLOAD)
+            or len(rest) > MAX_TAIL
+            or _holds_a_record(rest)  # a damaged length made whole records look cut
+        ):
             raise JournalError(f"{path}: {trouble} at byte {end} of {len(data)}")
     return records
+
+
+MAX_TAIL = 16 << 20
+"""A cut record longer than this is no record the server writes: damage."""
+
+
+def _holds_a_record(data: bytes) -> bool:
+    """Whether a whole record (its CRC right) starts anywhere in ``data`` after its first
+    byte: what a kill -9 cut is a prefix of one record, never that."""
+    size = len(data)
+    for pos in range(1, size - HEADER.size + 1):
+        length, crc, _ = HEADER.unpack_from(data, pos)
+        body = pos + HEADER.size
+        if 0 < length <= size - body and zlib.crc32(data[body : body + length]) == crc:
+            return True
+    return False
 
 
 def runs(batch: Sequence[tuple[int, Sequence[Op]]]) -> list[tuple[str, list[tuple[Any, ...]]]]:
@@ -287,7 +307,7 @@ def recover(conn: sqlite3.Connection, directory: str, key: str = "") -> tuple[in
         records = whole(path, offset if g == gen else 0)
         try:
             apply_all(conn, records, g, None, key)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
             raise JournalError(
                 f"{path}: SQLite refused a change it holds ({exc}). If the disk is full or "
                 "the directory not writable, fix that and start again; otherwise the file "
@@ -297,9 +317,11 @@ def recover(conn: sqlite3.Connection, directory: str, key: str = "") -> tuple[in
         applied += len(records)
         _finish_file(conn, directory, g, key)
         gen, offset = g + 1, 0
-    if gen == 0:
-        apply(conn, [], 1, 0, key)
-        gen = 1
+    if gen == 0 or offset:
+        # A new journal; or the file the position is in was moved aside (a record in it
+        # could not be applied): the next file starts a generation of its own, at 0.
+        gen += 1
+        apply(conn, [], gen, 0, key)
     return applied, gen
 
 
@@ -392,8 +414,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         _serve(args)
-    except (OSError, sqlite3.Error, JournalError) as exc:
-        print(f"stacko store applier: {exc}", file=sys.stderr, flush=True)
+    except Exception as exc:  # any: the server stops, and says why
+        print(f"stacko store applier: {exc!r}", file=sys.stderr, flush=True)
         return 1
     return 0
 

@@ -336,14 +336,14 @@ class SQLiteStore(Store):
     def _append(self, ticket: int, ops: list[Op]) -> None:
         """The journal writer's commit: the change's record, written whole."""
         started = time.perf_counter()
-        record = journal.encode(ticket, ops)
         fd = self._jfd
         assert fd is not None
         try:
+            record = journal.encode(ticket, ops)  # ValueError: a value marshal cannot hold
             done = os.write(fd, record)
             while done < len(record):  # a regular file writes short only when it fails
                 done += os.write(fd, memoryview(record)[done:])
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             log.critical("journal write failed in %s: %s", self.data_dir, exc)
             self._failed(exc)
             return
@@ -517,6 +517,9 @@ class SQLiteStore(Store):
     def _enqueue(self, ticket: int, ops: list[Op]) -> None:
         if self._jfd is not None:
             self._append(ticket, ops)
+            return
+        if self.writer == "journal":  # closed (a clock that fired while the server stops)
+            log.warning("a change after the store closed is not kept (ticket %d)", ticket)
             return
         if self._conn is None:
             self._queue.put((ticket, ops))

@@ -84,6 +84,13 @@ def test_a_file_cut_at_its_end_is_read_up_to_the_cut_and_corruption_before_it_re
     path.write_bytes(bytes(damaged))
     with pytest.raises(journal.JournalError, match="fails its CRC at byte 0"):
         journal.whole(str(path), 0)
+    # a length made larger by damage: the whole records after it must not pass for a cut
+    fifth = sum(len(journal.encode(t, [log_row(gid(1), t)])) for t in range(1, 5))
+    damaged = bytearray(whole)
+    damaged[fifth + 1] ^= 0x10
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(journal.JournalError, match=f"cut short at byte {fifth}"):
+        journal.whole(str(path), 0)
 
 
 async def test_a_change_is_readable_at_once_and_in_the_file_soon_after(tmp_path):
@@ -375,3 +382,33 @@ async def test_a_start_with_another_writer_applies_a_journal_left_behind(tmp_pat
         assert journal.keys(str(data)) == set()
     finally:
         await store.close()
+
+
+async def test_a_journal_moved_aside_mid_file_starts_a_fresh_generation(tmp_path):
+    """The documented way out of a journal that cannot be applied is to move it aside; its
+    position (part of it applied) then pointed into the new file of the same generation,
+    and a crash before the applier's first transaction read that file from the stale
+    offset: changes whose frames had left were skipped (a review found it)."""
+    data = tmp_path / "data"
+    await (await opened(data)).close()
+    conn = sqlite3.connect(data / FILE_NAME, isolation_level=None)
+    gen = journal.position(conn)[0]
+    records = [journal.encode(i + 1, [game_row(gid(i))]) for i in range(5)]
+    (data / journal.file_name(gen)).write_bytes(b"".join(records))
+    applied = journal.decode(b"".join(records))[0]
+    journal.apply(conn, applied, gen, applied[-1][2])  # all 5 in, the position mid-file
+    conn.close()
+    os.rename(data / journal.file_name(gen), tmp_path / "aside.log")
+    store = await opened(data)
+    failures: list[BaseException] = []
+    store.on_failure = failures.append
+    assert store._jgen == gen + 1
+    store._send_note = lambda *a, **k: None  # the applier hears of nothing ...
+    for i in range(7):
+        store.submit([game_row(gid(100 + i))])
+    assert store._notes is not None and store._applier is not None
+    os.close(store._notes)  # ... until the server is gone: it applies what is there
+    store._notes = None
+    assert await asyncio.to_thread(store._applier.wait, 10) == 0
+    assert count(data, "SELECT count(*) FROM games") == 12
+    await store.close()
