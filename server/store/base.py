@@ -185,6 +185,28 @@ def decode_cursor(text: str) -> tuple[int, str]:
     return int(ms), game_id
 
 
+Waiters = list[tuple[int, asyncio.Future[None]]]
+"""Futures waiting for a ticket (a commit, or the journal's applier)."""
+
+
+def wake(waiters: Waiters, ticket: int) -> Waiters:
+    """Resolve the waiters for tickets up to ``ticket``; the others, still waiting."""
+    keep = []
+    for want, fut in waiters:
+        if want <= ticket:
+            if not fut.done():
+                fut.set_result(None)
+        else:
+            keep.append((want, fut))
+    return keep
+
+
+def fail_all(waiters: Waiters, exc: BaseException) -> None:
+    for _, fut in waiters:
+        if not fut.done():
+            fut.set_exception(exc)
+
+
 class Store:
     """A backend's shared half. Subclasses start a writer that calls ``_committed`` and
     ``_failed`` on the event loop, and implement ``_enqueue``, ``fetch`` and ``close``."""
@@ -201,7 +223,7 @@ class Store:
         self.failed: BaseException | None = None
         self._stats = StoreStats()
         self.on_failure: Callable[[BaseException], None] = self._log_failure
-        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._waiters: Waiters = []
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -231,33 +253,31 @@ class Store:
         far is committed, after everything held before it."""
         self.gate.hold(release, arg)
 
-    def _committed(self, ticket: int, changes: int, statements: int, seconds: float) -> None:
-        """On the loop: the writer committed every change up to ``ticket``."""
-        if self.failed is not None:
-            return
+    def _count_commit(self, changes: int, statements: int, seconds: float) -> None:
+        """One commit in the figures (``/metrics``)."""
         s = self._stats
         s.commits += 1
         s.changes += changes
         s.statements += statements
-        s.batch_max = max(s.batch_max, changes)
+        if s.batch_max < changes:
+            s.batch_max = changes
         s.commit_seconds += seconds
         i = 0
         while i < len(COMMIT_BUCKETS) and seconds > COMMIT_BUCKETS[i]:
             i += 1
         s.commit_buckets[i] += 1
+
+    def _committed(self, ticket: int, changes: int, statements: int, seconds: float) -> None:
+        """On the loop: the writer committed every change up to ``ticket``."""
+        if self.failed is not None:
+            return
+        self._count_commit(changes, statements, seconds)
         self.committed = ticket
         gate = self.gate
         gate.release(ticket)
         gate.holding = self.committed < self.appended
         if self._waiters:
-            keep = []
-            for want, fut in self._waiters:
-                if want <= ticket:
-                    if not fut.done():
-                        fut.set_result(None)
-                else:
-                    keep.append((want, fut))
-            self._waiters = keep
+            self._waiters = wake(self._waiters, ticket)
 
     def _failed(self, exc: BaseException) -> None:
         """On the loop: a commit failed. Fail-stop: nothing more leaves, the server exits."""
@@ -266,9 +286,7 @@ class Store:
         self.failed = exc
         self._stats.errors += 1
         self.gate.drop()
-        for _, fut in self._waiters:
-            if not fut.done():
-                fut.set_exception(StoreError(f"the store failed: {exc}"))
+        fail_all(self._waiters, StoreError(f"the store failed: {exc}"))
         self._waiters = []
         self.on_failure(exc)
 

@@ -69,22 +69,16 @@ class StoreCollector:
             "stacko_store_pending_changes", "Changes submitted, not yet committed.",
             value=store.appended - store.committed,
         )  # fmt: skip
-        applied = getattr(store, "applied", None)
-        if applied is None or getattr(store, "writer", "") != "journal":
+        if getattr(store, "writer", "") != "journal":
             return
-        yield CounterMetricFamily(
-            "stacko_store_applies", "SQLite transactions of the journal's applier.",
-            value=s.applies,
-        )  # fmt: skip
-        yield CounterMetricFamily(
-            "stacko_store_applied_changes", "Changes the journal's applier put into SQLite.",
-            value=s.applied_changes,
-        )  # fmt: skip
-        yield CounterMetricFamily(
-            "stacko_store_apply_seconds", "Seconds in the applier's SQLite transactions.",
-            value=s.apply_seconds,
-        )  # fmt: skip
+        for name, text, value in (
+            ("applies", "SQLite transactions of the journal's applier.", s.applies),
+            ("applied_changes", "Changes the journal's applier put into SQLite.",
+             s.applied_changes),
+            ("apply_seconds", "Seconds in the applier's SQLite transactions.", s.apply_seconds),
+        ):  # fmt: skip
+            yield CounterMetricFamily(f"stacko_store_{name}", text, value=value)
         yield GaugeMetricFamily(
             "stacko_store_unapplied_changes", "Changes in the journal, not yet in SQLite.",
-            value=max(0, store.committed - applied),
+            value=max(0, store.committed - store.applied),  # type: ignore[attr-defined]
         )  # fmt: skip

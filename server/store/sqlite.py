@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from stacko.server.store import journal
-from stacko.server.store.base import COMMIT_BUCKETS, Op, Store, StoreError, runs
+from stacko.server.store.base import Op, Store, StoreError, Waiters, fail_all, runs, wake
 from stacko.server.store.schema import MIGRATIONS, VERSION_TABLE, SchemaError, plan
 
 log = logging.getLogger("stacko.store")
@@ -97,13 +97,6 @@ the checkpoint copies it again), and the moves of one batch land in as many leaf
 there are games: 1 KiB pages write a quarter of what SQLite's default 4 KiB do. Measured on
 a table of 100,000 events, 50 games, 20 changes per commit: 6.5 us per change against 8.8
 (WAL 2.1 MB against 5.4 MB for 40,000 changes)."""
-
-
-def _bucket(seconds: float) -> int:
-    i = 0
-    while i < len(COMMIT_BUCKETS) and seconds > COMMIT_BUCKETS[i]:
-        i += 1
-    return i
 
 
 def _connect(path: str, sync: str) -> sqlite3.Connection:
@@ -198,7 +191,7 @@ class SQLiteStore(Store):
         self._stopping = False
         self.applied = 0
         """The newest ticket the applier has in SQLite (``journal``)."""
-        self._apply_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._apply_waiters: Waiters = []
         self.recovered = 0
         """Changes the journal held at the start that SQLite did not (``journal``)."""
 
@@ -352,15 +345,8 @@ class SQLiteStore(Store):
         gate = self.gate
         if self._waiters or gate.has_held():  # something waits for this commit
             self._committed(ticket, 1, len(ops), seconds)
-        else:  # nothing does: ``_committed``'s bookkeeping alone, inline (once per change)
-            s = self._stats
-            s.commits += 1
-            s.changes += 1
-            s.statements += len(ops)
-            s.commit_seconds += seconds
-            s.commit_buckets[0 if seconds <= COMMIT_BUCKETS[0] else _bucket(seconds)] += 1
-            if s.batch_max < 1:
-                s.batch_max = 1
+        else:  # nothing does: no release to make (it would flush the turn's write batch)
+            self._count_commit(1, len(ops), seconds)
             self.committed = ticket
             gate.holding = ticket < self.appended
         if not self._note_booked:
@@ -429,14 +415,7 @@ class SQLiteStore(Store):
             s.applied_changes += changes
             s.apply_seconds += seconds
         if self._apply_waiters:
-            keep = []
-            for want, fut in self._apply_waiters:
-                if want <= self.applied:
-                    if not fut.done():
-                        fut.set_result(None)
-                else:
-                    keep.append((want, fut))
-            self._apply_waiters = keep
+            self._apply_waiters = wake(self._apply_waiters, self.applied)
 
     def _applier_ended(self) -> None:
         assert self._loop is not None and self._replies is not None
@@ -454,9 +433,7 @@ class SQLiteStore(Store):
         )
         log.critical("%s", exc)
         self._failed(exc)
-        for _, fut in self._apply_waiters:
-            if not fut.done():
-                fut.set_exception(exc)
+        fail_all(self._apply_waiters, exc)
         self._apply_waiters = []
 
     async def caught_up(self) -> None:
@@ -503,9 +480,7 @@ class SQLiteStore(Store):
             self._loop.remove_reader(self._replies)
             os.close(self._replies)
             self._replies = None
-        for _, fut in self._apply_waiters:
-            if not fut.done():
-                fut.set_exception(StoreError("the store closed"))
+        fail_all(self._apply_waiters, StoreError("the store closed"))
         self._apply_waiters = []
 
     def hold(self, release: Any, arg: Any) -> None:

@@ -47,6 +47,23 @@ def count(data_dir, sql: str) -> int:
         conn.close()
 
 
+async def left_behind(data, journal_bytes: bytes, applied: int = 0) -> int:
+    """A data directory as a crash leaves it: a database (opened and closed once), then
+    ``journal_bytes`` as the next journal file, of which SQLite holds the first ``applied``
+    records (its position mid-file). The file's generation."""
+    await (await opened(data)).close()
+    conn = sqlite3.connect(data / FILE_NAME, isolation_level=None)
+    try:
+        gen = journal.position(conn)[0]
+        (data / journal.file_name(gen)).write_bytes(journal_bytes)
+        if applied:
+            done = journal.decode(journal_bytes)[0][:applied]
+            journal.apply(conn, done, gen, done[-1][2])
+    finally:
+        conn.close()
+    return gen
+
+
 async def opened(data_dir):
     store = make_store("sqlite", str(data_dir))
     await store.open()
@@ -129,15 +146,8 @@ async def test_a_restart_applies_what_sqlite_did_not_get_once(tmp_path):
     far), the rest not, its last record cut by the crash. The restart applies exactly the
     rest (a change applied twice would break the games' primary key)."""
     data = tmp_path / "data"
-    store = await opened(data)
-    await store.close()  # the schema and position exist
-    conn = sqlite3.connect(data / FILE_NAME, isolation_level=None)
-    path = data / journal.file_name(journal.position(conn)[0])
     records = [journal.encode(i + 1, [game_row(gid(i), i)]) for i in range(30)]
-    path.write_bytes(b"".join(records) + records[0][:7])
-    first_ten = journal.decode(b"".join(records[:10]))[0]
-    journal.apply(conn, first_ten, journal.position(conn)[0], first_ten[-1][2])
-    conn.close()
+    await left_behind(data, b"".join(records) + records[0][:7], applied=10)
     store = await opened(data)
     try:
         assert store.recovered == 20
@@ -152,14 +162,10 @@ async def test_a_restart_applies_what_sqlite_did_not_get_once(tmp_path):
 
 async def test_a_corrupt_journal_stops_the_start_with_a_message(tmp_path):
     data = tmp_path / "data"
-    await (await opened(data)).close()
-    conn = sqlite3.connect(data / FILE_NAME, isolation_level=None)
-    gen = journal.position(conn)[0]
-    conn.close()
     records = b"".join(journal.encode(i + 1, [game_row(gid(i))]) for i in range(5))
     damaged = bytearray(records)
     damaged[len(records) // 2] ^= 0xFF
-    (data / journal.file_name(gen)).write_bytes(bytes(damaged))
+    gen = await left_behind(data, bytes(damaged))
     store = make_store("sqlite", str(data))
     with pytest.raises(StoreError, match=r"cannot recover the journal: .*journal-\d{8}\.log"):
         await store.open()
@@ -368,12 +374,7 @@ async def test_a_start_with_another_writer_applies_a_journal_left_behind(tmp_pat
     """A server that crashed with its journal ahead of SQLite, restarted as a cluster node
     (the loop writer): the journal is applied first, not ignored."""
     data = tmp_path / "data"
-    await (await opened(data)).close()
-    conn = sqlite3.connect(data / FILE_NAME, isolation_level=None)
-    gen = journal.position(conn)[0]
-    conn.close()
-    records = b"".join(journal.encode(i + 1, [game_row(gid(i))]) for i in range(4))
-    (data / journal.file_name(gen)).write_bytes(records)
+    await left_behind(data, b"".join(journal.encode(i + 1, [game_row(gid(i))]) for i in range(4)))
     store = make_store("sqlite", str(data), node_id="n0", shared=True)
     await store.open()
     try:
@@ -390,14 +391,8 @@ async def test_a_journal_moved_aside_mid_file_starts_a_fresh_generation(tmp_path
     and a crash before the applier's first transaction read that file from the stale
     offset: changes whose frames had left were skipped (a review found it)."""
     data = tmp_path / "data"
-    await (await opened(data)).close()
-    conn = sqlite3.connect(data / FILE_NAME, isolation_level=None)
-    gen = journal.position(conn)[0]
-    records = [journal.encode(i + 1, [game_row(gid(i))]) for i in range(5)]
-    (data / journal.file_name(gen)).write_bytes(b"".join(records))
-    applied = journal.decode(b"".join(records))[0]
-    journal.apply(conn, applied, gen, applied[-1][2])  # all 5 in, the position mid-file
-    conn.close()
+    records = b"".join(journal.encode(i + 1, [game_row(gid(i))]) for i in range(5))
+    gen = await left_behind(data, records, applied=5)  # all 5 in, the position mid-file
     os.rename(data / journal.file_name(gen), tmp_path / "aside.log")
     store = await opened(data)
     failures: list[BaseException] = []
