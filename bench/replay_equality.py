@@ -29,7 +29,7 @@ from stacko.engine.stakko import VARIANTS
 from stacko.protocol.games import CODECS
 from stacko.server.clock import FakeClock
 from stacko.server.room import Player, Room, RoomHooks
-from stacko.server.store import packed
+from stacko.server.store import journal, packed
 from stacko.server.store.base import Op, Store
 from stacko.server.store.recorder import (
     FINISH_SQL,
@@ -42,14 +42,19 @@ from stacko.server.store.recorder import (
 
 class CaptureStore(Store):
     """Keeps what would be committed, in order; commits nothing (no frame waits on it here:
-    the room's players have no connection)."""
+    the room's players have no connection). ``lines``: moves come as their lines, as the
+    journal writer takes them (``Store.submit_line``), kept as the statements they stand for."""
 
-    def __init__(self) -> None:
+    def __init__(self, lines: bool = False) -> None:
         super().__init__()
         self.ops: list[Op] = []
+        self.takes_lines = lines
 
     def _enqueue(self, ticket: int, ops: list[Op]) -> None:
         self.ops.extend(ops)
+
+    def submit_line(self, game_id: str, line: bytes) -> None:
+        self.ops.append(journal.event_op(game_id, line))
 
 
 def random_options(game: str, rng: random.Random) -> dict[str, Any]:
@@ -62,13 +67,26 @@ def random_options(game: str, rng: random.Random) -> dict[str, Any]:
     return {"variant": rng.choice(VARIANTS), "ply_cap": rng.randint(2, 80)}
 
 
-def record_one(game: str, seed: int) -> tuple[Any, Any, list[tuple[Any, ...]]]:
+def record_one(
+    game: str, seed: int, lines: bool | None = None
+) -> tuple[Any, Any, list[tuple[Any, ...]]]:
     """One random game in a recording room: (live game, its options, its event rows)."""
+    live, store = record_ops(game, seed, lines)
+    (stored_options,) = [p[4] for sql, p in store.ops if sql.startswith("INSERT INTO games")]
+    finished = [p for sql, p in store.ops if sql == FINISH_SQL]
+    assert len(finished) == 1, "the record does not say the game ended exactly once"
+    rows = packed.unpack(finished[0][6])  # the record, as stored (``games.record``)
+    return live, options_of(CODECS[game], stored_options)[0], rows
+
+
+def record_ops(game: str, seed: int, lines: bool | None = None) -> tuple[Any, CaptureStore]:
+    """One random game in a recording room: (live game, what it stored).
+    ``lines``: whether moves go to the store as lines (by default, in every other seed)."""
     rng = random.Random(seed)
     codec = CODECS[game]
     options, _ = codec.options_from_wire(random_options(game, rng))
     clock = FakeClock()
-    store = CaptureStore()
+    store = CaptureStore(seed % 2 == 1 if lines is None else lines)
     hooks = RoomHooks(
         clock=clock, rng_factory=lambda: random.Random(rng.getrandbits(64)),
         schedule_soon=lambda cb: None, on_empty=lambda room: None, max_expiries=3,
@@ -95,11 +113,7 @@ def record_one(game: str, seed: int) -> tuple[Any, Any, list[tuple[Any, ...]]]:
             move = rng.choice(list(live.legal_moves()))
             wire = codec.move_model.model_validate(codec.move_to_wire(move))
             room.move(seat, live.ply, wire, None)
-    (stored_options,) = [p[4] for sql, p in store.ops if sql.startswith("INSERT INTO games")]
-    finished = [p for sql, p in store.ops if sql == FINISH_SQL]
-    assert len(finished) == 1, "the record does not say the game ended exactly once"
-    rows = packed.unpack(finished[0][6])  # the record, as stored (``games.record``)
-    return live, options_of(codec, stored_options)[0], rows
+    return live, store
 
 
 def play_one(game: str, seed: int) -> tuple[Any, Any, int]:

@@ -248,6 +248,15 @@ class Store:
         gate.holding = True
         self._enqueue(self.appended, list(ops))
 
+    takes_lines = False
+    """Whether ``submit_line`` may be used (the journal writer's): the recorder then hands
+    over a game's event as its line, not as a statement."""
+
+    def submit_line(self, game_id: str, line: bytes) -> None:
+        """One change that appends event ``line`` (``packed.line``) of ``game_id`` to the
+        log: only where ``takes_lines``."""
+        raise NotImplementedError
+
     def hold(self, release: Callable[[Any], None], arg: Any) -> None:
         """Call ``release(arg)`` (a frame's delivery, a close) once everything submitted so
         far is committed, after everything held before it."""

@@ -12,8 +12,8 @@
     stacko_store_apply_seconds_total        counter: time in those transactions
     stacko_store_unapplied_changes          gauge: committed (in the journal), not yet in SQLite
 
-With the journal writer (the SQLite default) a commit is one change's ``write()`` into the
-journal (batch size 1), and the applier's transactions are the SQLite batches.
+With the journal writer (the SQLite default) a commit is one change's record copied into
+the journal (batch size 1), and the applier's transactions are the SQLite batches.
 
 The mean batch size is ``changes_total / commits_total``.
 """

@@ -20,6 +20,8 @@ from typing import Any
 
 import orjson
 
+from stacko.server.store import journal
+
 LEVEL = 1
 """zlib's fastest level: a game's events compress 4-6 x at it (the JSON repeats its keys),
 and packing runs on the event loop at every game's end."""
@@ -28,26 +30,23 @@ MAX_UNPACKED = 64 << 20
 """Bytes a stored record may unpack to at most (a corrupt or hostile value stops there)."""
 
 
+def line(seq: int, kind: str, seat: int | None, ply: int, payload: bytes, at_ms: int) -> bytes:
+    """One event's line, newline included (``payload``: the event's JSON object; ``kind`` a
+    word): what a game in progress holds, and what the journal writes of it."""
+    seat_text = b"null" if seat is None else b"%d" % seat
+    return b'[%d,"%b",%b,%d,%d,%b]\n' % (seq, kind.encode(), seat_text, ply, at_ms, payload)
+
+
 def append(buf: bytearray, seq: int, kind: str, seat: int | None, ply: int, payload: bytes,
            at_ms: int) -> None:  # fmt: skip
-    """One event at the end of ``buf`` (``payload``: the event's JSON object; ``kind`` a
-    word). Per move, on the loop: 0.3-0.4 us here."""
-    seat_text = b"null" if seat is None else b"%d" % seat
-    line = (seq, kind.encode(), seat_text, ply, at_ms, payload)
-    buf += b'[%d,"%b",%b,%d,%d,%b]\n' % line
+    """One event at the end of ``buf`` (``line``)."""
+    buf += line(seq, kind, seat, ply, payload, at_ms)
 
 
 def rows(buf: bytes | bytearray) -> list[tuple[Any, ...]]:
     """``(seq, kind, seat, ply, payload, at_ms)`` of every event in ``buf`` (``append``'s),
     ``payload`` as JSON text: the log's rows (``recorder.LOG_SQL`` without the game id)."""
-    out: list[tuple[Any, ...]] = []
-    for line in bytes(buf).split(b"\n")[:-1]:
-        seq, kind, seat, ply, at, payload = line[1:-1].split(b",", 5)
-        out.append(
-            (int(seq), kind[1:-1].decode(), None if seat == b"null" else int(seat), int(ply),
-             payload.decode(), int(at))
-        )  # fmt: skip
-    return out
+    return [journal.parse_line(line) for line in bytes(buf).split(b"\n")[:-1]]
 
 
 def pack(buf: bytes | bytearray) -> bytes:

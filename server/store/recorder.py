@@ -39,7 +39,7 @@ from stacko.engine.games import GAMES
 from stacko.engine.outcome import Termination
 from stacko.protocol.games import CODECS, GameCodec
 from stacko.protocol.games.common import outcome_to_wire
-from stacko.server.store import packed
+from stacko.server.store import journal, packed
 from stacko.server.store.base import FENCE, Op, Store
 
 log = logging.getLogger("stacko.store")
@@ -150,14 +150,16 @@ FINISH_SQL = (
 )
 """A game's end: its result and its whole record (``packed.pack``), in one statement."""
 
-LOG_SQL = (
-    "INSERT INTO event_log (game_id, seq, kind, seat, ply, payload, at_ms) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
+LOG_SQL = journal.LOG_SQL
 """A change of a game in progress, appended to the log (schema 3): its key is the rowid
 (SQLite) or an identity (PostgreSQL), so a commit writes the one or two pages at the log's
 end however many games it touches. Keyed by ``(game_id, seq)`` as before, every game a
 commit touched cost a page of the key's index (about 5-6 us a move here)."""
+
+LINE = b'[%d,"%b",%d,%d,%d,{"move":%b}]\n'
+LINE_CLOCKS = b'[%d,"%b",%d,%d,%d,{"move":%b,"clock_ms":%d,"deadline_ms":%d}]\n'
+"""A move's line (``packed.line``) without clocks, and with them: ``(seq, kind, seat, ply,
+at_ms, move)``, then the mover's clock and the next deadline (``Recorder.record``)."""
 
 ENDED_LOG_SQL = "DELETE FROM event_log WHERE game_id = ? AND id > ?"
 """Rows a compaction wrote again for a game that ended meanwhile (``Recorder.compact``)."""
@@ -201,6 +203,8 @@ class Recorder:
         """Rows appended to the log since it was last compacted (or counted at recovery)."""
         self.compactions = 0
         self._compacting: asyncio.Task[None] | None = None
+        self.lines = store.takes_lines
+        """Whether moves go to the store as their lines (``Store.submit_line``)."""
         self.on_finish: Any = None
         """``(room, game_id, outcome, at_ms) -> ops`` written with the result (the new
         ratings, ``server.ratings``)."""
@@ -295,8 +299,32 @@ class Recorder:
         if rec is None or game is None:
             return
         at = round(self.clock.time() * 1000)
-        payload: dict[str, Any] = {}
+        outcome = game.outcome()
         rng = rec.rng
+        if (
+            self.lines and move is not None and outcome is None and termination is None
+            and seat is not None and not rng.perms and not rec.pending and rec.owner is None
+        ):  # fmt: skip
+            # Most changes: a move that ends nothing and draws nothing. Its line is made at
+            # once (the same bytes as below: ``test_store_log``) and journaled as it is.
+            deadline = room.deadline
+            clock_ms = room.clock_ms
+            wire = orjson.dumps(room.codec.move_to_wire(move))
+            head = (rec.seq + 1, kind.encode(), seat, game.ply, at, wire)
+            if deadline is not None and clock_ms is not None:
+                left = max(0, round((deadline - self.clock.monotonic()) * 1000))
+                line = LINE_CLOCKS % (*head, left, at + clock_ms)
+            elif deadline is None and clock_ms is None:
+                line = LINE % head
+            else:
+                line = b""
+            if line:
+                rec.seq += 1
+                rec.events += line
+                self.store.submit_line(rec.id, line)
+                self._logged()
+                return
+        payload: dict[str, Any] = {}
         if rng.perms:
             payload["perms"] = rng.take()
         if move is not None:
@@ -307,15 +335,14 @@ class Recorder:
         if deadline is not None and kind != "deal":
             # the mover had left (deadlines are on the monotonic clock, as the room's timers)
             payload["clock_ms"] = max(0, round((deadline - self.clock.monotonic()) * 1000))
-        outcome = game.outcome()
         clock_ms = room.clock_ms
         if clock_ms is not None and outcome is None:
             payload["deadline_ms"] = at + clock_ms
         seq = rec.seq = rec.seq + 1
         ply = game.ply
         payload_json = orjson.dumps(payload)
-        payload_text = payload_json.decode()
-        packed.append(rec.events, seq, kind, seat, ply, payload_json, at)
+        line = packed.line(seq, kind, seat, ply, payload_json, at)
+        rec.events += line
         ops = rec.pending
         if ops:  # the game's row is in this change: nothing to fence yet
             rec.pending = []
@@ -324,11 +351,8 @@ class Recorder:
         else:
             ops = []
         if outcome is None:  # into the log; the last one goes with the whole record below
-            ops.append((LOG_SQL, (rec.id, seq, kind, seat, ply, payload_text, at)))
-            self.log_rows += 1
-            self.live_events += 1
-            if self.log_rows > COMPACT_MIN_ROWS and self.log_rows > 2 * self.live_events:
-                self._compact_soon()
+            ops.append((LOG_SQL, (rec.id, seq, kind, seat, ply, payload_json.decode(), at)))
+            self._logged()
         else:
             self.live_events -= rec.held - 1
             self.live.pop(rec.id, None)
@@ -354,6 +378,13 @@ class Recorder:
         # While the game goes on, ``plies`` and ``last_seq`` of its row stay as they were:
         # one statement per move less; recovery reads the events themselves.
         self.store.submit(ops)
+
+    def _logged(self) -> None:
+        """A row appended to the log: compact it once it holds mostly ended games' rows."""
+        self.log_rows += 1
+        self.live_events += 1
+        if self.log_rows > COMPACT_MIN_ROWS and self.log_rows > 2 * self.live_events:
+            self._compact_soon()
 
     # -- the log's compaction ---------------------------------------------------------------
 

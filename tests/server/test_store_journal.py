@@ -6,6 +6,7 @@ dies). Real files and real processes throughout."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import sqlite3
@@ -108,6 +109,48 @@ def test_a_file_cut_at_its_end_is_read_up_to_the_cut_and_corruption_before_it_re
     path.write_bytes(bytes(damaged))
     with pytest.raises(journal.JournalError, match=f"cut short at byte {fifth}"):
         journal.whole(str(path), 0)
+
+
+def test_a_page_a_power_loss_left_unwritten_ends_the_journal(tmp_path):
+    """The file's window is allocated ahead (``JournalFile``): after a power loss a page the
+    system had not written back reads as zeros, and later pages may have been written. The
+    journal ends at the record that runs into such a page; a damaged byte is still refused."""
+    path = tmp_path / journal.file_name(1)
+    records = [journal.encode(t, [log_row(gid(1), t)]) for t in range(1, 200)]
+    whole = b"".join(records)
+    assert len(whole) > 3 * journal.PAGE
+    hole = journal.PAGE  # the file's second page was not written back
+    holed = whole[:hole] + bytes(journal.PAGE) + whole[hole + journal.PAGE :]
+    path.write_bytes(holed)
+    kept = journal.whole(str(path), 0)
+    assert kept and kept[-1][2] <= hole  # every record before the page, none after
+    assert len(kept) == sum(
+        1 for i in range(len(records)) if len(b"".join(records[: i + 1])) <= hole
+    )
+    damaged = bytearray(whole)
+    after = next(n for n in itertools.accumulate(map(len, records)) if n >= hole)
+    damaged[after + journal.HEADER.size + 5] ^= 0xFF  # a byte, not a page: records after it
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(journal.JournalError, match="fails its CRC"):
+        journal.whole(str(path), 0)
+
+
+def test_a_journal_file_is_cut_to_its_records_when_closed(tmp_path):
+    """Its window (``JournalFile``) is allocated ahead; a clean stop leaves no zeros."""
+    f = journal.JournalFile(str(tmp_path / "j.log"))
+    records = [
+        journal.encode_event(t, gid(t).encode(), b'[1,"move",0,1,5,{}]\n') for t in range(1, 2000)
+    ]
+    for r in records:
+        f.write(r)
+    size = (tmp_path / "j.log").stat().st_size
+    assert size > f.offset == sum(map(len, records))  # allocated past the records
+    f.close()
+    data = (tmp_path / "j.log").read_bytes()
+    assert data == b"".join(records)
+    decoded, end, trouble = journal.decode(data)
+    assert (len(decoded), end, trouble) == (len(records), len(data), "")
+    assert decoded[0][1] == [journal.event_op(gid(1), b'[1,"move",0,1,5,{}]\n')]
 
 
 async def test_a_change_is_readable_at_once_and_in_the_file_soon_after(tmp_path):
@@ -256,9 +299,11 @@ async def test_a_journal_write_that_fails_stops_the_store_and_nothing_leaves(tmp
     failures: list[BaseException] = []
     store.on_failure = failures.append
     released: list[str] = []
-    assert store._jfd is not None
+    jfile = store._jfile
+    assert jfile is not None
+    jfile._end = jfile.offset  # the next record needs a new window of the file ...
     read_only = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(read_only, store._jfd)  # as a full disk or a dead device would: write() fails
+    os.dup2(read_only, jfile.fd)  # ... and allocating it fails, as on a full disk
     os.close(read_only)
     store.submit([game_row(gid(1))])
     store.hold(released.append, "a frame showing the change")

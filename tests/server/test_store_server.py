@@ -173,15 +173,21 @@ class StalledSQLite(SQLiteStore):
         self.parked: list = []
 
     def _enqueue(self, ticket, ops) -> None:
-        if self.stalled:
-            self.parked.append((ticket, ops))
+        if self.stalled and self.writer != "journal":
+            self.parked.append((super()._enqueue, (ticket, ops)))
         else:
             super()._enqueue(ticket, ops)
 
+    def _write(self, *args) -> None:  # the journal's commit (a record, or a move's line)
+        if self.stalled:
+            self.parked.append((super()._write, args))
+        else:
+            super()._write(*args)
+
     def release(self) -> None:
         self.stalled = False
-        for item in self.parked:
-            super()._enqueue(*item)
+        for commit, args in self.parked:
+            commit(*args)
         self.parked.clear()
 
 
