@@ -29,7 +29,7 @@ from stacko.engine.stakko import VARIANTS
 from stacko.protocol.games import CODECS
 from stacko.server.clock import FakeClock
 from stacko.server.room import Player, Room, RoomHooks
-from stacko.server.store import journal, packed
+from stacko.server.store import packed
 from stacko.server.store.base import Op, Store
 from stacko.server.store.recorder import (
     FINISH_SQL,
@@ -52,9 +52,6 @@ class CaptureStore(Store):
 
     def _enqueue(self, ticket: int, ops: list[Op]) -> None:
         self.ops.extend(ops)
-
-    def submit_line(self, game_id: str, line: bytes) -> None:
-        self.ops.append(journal.event_op(game_id, line))
 
 
 def random_options(game: str, rng: random.Random) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from stacko.server.batch import OutputGate
-from stacko.server.store import packed
+from stacko.server.store import journal, packed
 from stacko.server.store.journal import FENCE as FENCE
 from stacko.server.store.journal import runs as runs
 
@@ -242,20 +242,29 @@ class Store:
         """One change, to be committed (with whatever else is waiting) by the writer."""
         if self.failed is not None:
             return  # nothing leaves any more; the server is going down
-        self.appended += 1
-        gate = self.gate
-        gate.ticket = self.appended
-        gate.holding = True
-        self._enqueue(self.appended, list(ops))
+        self._enqueue(self._ticket(), list(ops))
 
     takes_lines = False
-    """Whether ``submit_line`` may be used (the journal writer's): the recorder then hands
-    over a game's event as its line, not as a statement."""
+    """Whether the recorder hands a move over as its line (``submit_line``) rather than as
+    a statement: where the writer keeps the line as it is (the journal's)."""
 
     def submit_line(self, game_id: str, line: bytes) -> None:
         """One change that appends event ``line`` (``packed.line``) of ``game_id`` to the
-        log: only where ``takes_lines``."""
-        raise NotImplementedError
+        log (``journal.LOG_SQL``)."""
+        if self.failed is not None:
+            return
+        self._enqueue_line(self._ticket(), game_id, line)
+
+    def _ticket(self) -> int:
+        """The next change's ticket: frames wait for it from now until it is committed."""
+        self.appended = ticket = self.appended + 1
+        gate = self.gate
+        gate.ticket = ticket
+        gate.holding = True
+        return ticket
+
+    def _enqueue_line(self, ticket: int, game_id: str, line: bytes) -> None:
+        self._enqueue(ticket, [journal.event_op(game_id, line)])
 
     def hold(self, release: Callable[[Any], None], arg: Any) -> None:
         """Call ``release(arg)`` (a frame's delivery, a close) once everything submitted so

@@ -329,15 +329,9 @@ class SQLiteStore(Store):
         self._replies = replies_r
         self._loop.add_reader(replies_r, self._on_replies)
 
-    def submit_line(self, game_id: str, line: bytes) -> None:
-        if self.failed is not None:
-            return
-        self.appended = ticket = self.appended + 1
-        gate = self.gate
-        gate.ticket = ticket
-        gate.holding = True
-        if self._jfile is None:  # closed, or never opened
-            self._enqueue(ticket, [journal.event_op(game_id, line)])
+    def _enqueue_line(self, ticket: int, game_id: str, line: bytes) -> None:
+        if self._jfile is None:  # not the journal writer, or closed
+            super()._enqueue_line(ticket, game_id, line)
             return
         started = time.perf_counter()
         self._write(ticket, journal.encode_event(ticket, game_id.encode(), line), 1, started)
