@@ -452,3 +452,25 @@ async def test_a_journal_moved_aside_mid_file_starts_a_fresh_generation(tmp_path
     assert await asyncio.to_thread(store._applier.wait, 10) == 0
     assert count(data, "SELECT count(*) FROM games") == 12
     await store.close()
+
+
+async def test_a_journal_the_previous_version_left_is_applied_with_lines_after_it(tmp_path):
+    """The previous version wrote a move as a statement (``marshal``); this one writes its
+    line. A crash just after an upgrade leaves both kinds in one directory: both apply."""
+    data = tmp_path / "data"
+    old = [journal.encode(1, [game_row(gid(1))])] + [
+        journal.encode(1 + s, [log_row(gid(1), s)]) for s in (1, 2)
+    ]  # exactly the previous version's records (its ``encode``, its statements)
+    line = b'[3,"move",0,3,7,{"move":{"action":"take","slot":0}}]\n'
+    await left_behind(data, b"".join(old) + journal.encode_event(4, gid(1).encode(), line))
+    store = await opened(data)
+    try:
+        assert store.recovered == 4
+        rows = await store.fetch("SELECT seq, kind, seat, ply, payload, at_ms FROM event_log")
+        assert rows == [
+            (1, "move", 0, 1, "{}", 0),
+            (2, "move", 0, 2, "{}", 0),
+            (3, "move", 0, 3, '{"move":{"action":"take","slot":0}}', 7),
+        ]
+    finally:
+        await store.close()
