@@ -25,10 +25,15 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -
         if proc.poll() is not None:
             raise RuntimeError(f"process {proc.pid} exited with status {proc.returncode}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2) as s:
+                # Nothing listening on a port of the ephemeral range, a connection to it can
+                # still succeed: to itself, when the system picks that very port as its
+                # source (TCP's simultaneous open). That is not the process listening.
+                if s.getsockname() != s.getpeername():
+                    return
         except OSError:
-            time.sleep(0.05)
+            pass
+        time.sleep(0.05)
     raise RuntimeError(f"nothing listens on port {port} after {timeout} s")
 
 
