@@ -248,6 +248,11 @@ class Store:
     """Whether the recorder hands a move over as its line (``submit_line``) rather than as
     a statement: where the writer keeps the line as it is (the journal's)."""
 
+    packs_records = False
+    """Whether the recorder hands a finished game's events over unpacked, in
+    ``journal.FINISH_EVENTS_SQL``: where the writer packs them off the loop (the journal's
+    applier)."""
+
     def submit_line(self, game_id: str, line: bytes) -> None:
         """One change that appends event ``line`` (``packed.line``) of ``game_id`` to the
         log (``journal.LOG_SQL``)."""

@@ -22,9 +22,10 @@ import orjson
 
 from stacko.server.store import journal
 
-LEVEL = 1
-"""zlib's fastest level: a game's events compress 4-6 x at it (the JSON repeats its keys),
-and packing runs on the event loop at every game's end."""
+LEVEL = journal.PACK_LEVEL
+"""zlib's fastest level: a game's events compress 4-6 x at it (the JSON repeats its keys).
+Packing runs at every game's end: on the event loop, but in the journal's applier with the
+journal writer (``journal.FINISH_EVENTS_SQL``)."""
 
 MAX_UNPACKED = 64 << 20
 """Bytes a stored record may unpack to at most (a corrupt or hostile value stops there)."""
@@ -49,9 +50,8 @@ def rows(buf: bytes | bytearray) -> list[tuple[Any, ...]]:
     return [journal.parse_line(line) for line in bytes(buf).split(b"\n")[:-1]]
 
 
-def pack(buf: bytes | bytearray) -> bytes:
-    """The stored record of the events in ``buf``."""
-    return zlib.compress(b"[" + bytes(buf[:-1]).replace(b"\n", b",") + b"]", LEVEL)
+pack = journal.pack
+"""The stored record of the events in ``buf`` (``journal.pack``: the applier packs too)."""
 
 
 def unpack(blob: bytes) -> list[tuple[Any, ...]]:

@@ -144,10 +144,7 @@ EVENT_SQL = (
 from schema 3 to 5 (schema 6 writes ``games.record`` instead): what files from before
 hold, and what the tests write to build one."""
 
-FINISH_SQL = (
-    "UPDATE games SET status = 'finished', result = ?, winner = ?, termination = ?, "
-    "ended_ms = ?, plies = ?, last_seq = ?, record = ? WHERE id = ?"
-)
+FINISH_SQL = journal.FINISH_SQL
 """A game's end: its result and its whole record (``packed.pack``), in one statement."""
 
 LOG_SQL = journal.LOG_SQL
@@ -163,6 +160,10 @@ at_ms, move)``, then the mover's clock and the next deadline (``Recorder.record`
 
 ENDED_LOG_SQL = "DELETE FROM event_log WHERE game_id = ? AND id > ?"
 """Rows a compaction wrote again for a game that ended meanwhile (``Recorder.compact``)."""
+
+MOVE_WIRES = 4_096
+"""Moves whose JSON the recorder keeps made (``Recorder._wires``): more than every move of
+every game and variant, a bound all the same."""
 
 COMPACT_MIN_ROWS = 100_000
 """Log rows appended before the log is compacted (at least, and twice the live events)."""
@@ -203,8 +204,14 @@ class Recorder:
         """Rows appended to the log since it was last compacted (or counted at recovery)."""
         self.compactions = 0
         self._compacting: asyncio.Task[None] | None = None
+        self._wires: dict[Any, bytes] = {}
+        """A move's JSON (``move_to_wire``) by the engine's move (a frozen value), made once:
+        a game has few distinct moves (Stacko 80 at most), and every move is recorded."""
         self.lines = store.takes_lines
         """Whether moves go to the store as their lines (``Store.submit_line``)."""
+        self.packs = store.packs_records
+        """Whether a finished game's events go to the store as they are, for its writer to
+        pack (``journal.FINISH_EVENTS_SQL``), rather than packed here."""
         self.on_finish: Any = None
         """``(room, game_id, outcome, at_ms) -> ops`` written with the result (the new
         ratings, ``server.ratings``)."""
@@ -309,7 +316,11 @@ class Recorder:
             # once (the same bytes as below: ``test_store_log``) and journaled as it is.
             deadline = room.deadline
             clock_ms = room.clock_ms
-            wire = orjson.dumps(room.codec.move_to_wire(move))
+            wire = self._wires.get(move)
+            if wire is None:
+                wire = orjson.dumps(room.codec.move_to_wire(move))
+                if len(self._wires) < MOVE_WIRES:
+                    self._wires[move] = wire
             head = (rec.seq + 1, kind.encode(), seat, game.ply, at, wire)
             if deadline is not None and clock_ms is not None:
                 left = max(0, round((deadline - self.clock.monotonic()) * 1000))
@@ -322,7 +333,10 @@ class Recorder:
                 rec.seq += 1
                 rec.events += line
                 self.store.submit_line(rec.id, line)
-                self._logged()
+                self.live_events += 1
+                self.log_rows = rows = self.log_rows + 1
+                if rows > COMPACT_MIN_ROWS and rows > 2 * self.live_events:  # ``_logged``
+                    self._compact_soon()
                 return
         payload: dict[str, Any] = {}
         if rng.perms:
@@ -356,9 +370,10 @@ class Recorder:
         else:
             self.live_events -= rec.held - 1
             self.live.pop(rec.id, None)
+            packs = self.packs
             ops.append(
                 (
-                    FINISH_SQL,
+                    journal.FINISH_EVENTS_SQL if packs else FINISH_SQL,
                     (
                         _dumps(outcome_to_wire(outcome)),
                         outcome.winner,
@@ -366,7 +381,7 @@ class Recorder:
                         at,
                         ply,
                         seq,
-                        packed.pack(rec.events),
+                        bytes(rec.events) if packs else packed.pack(rec.events),
                         rec.id,
                     ),
                 )

@@ -13,7 +13,7 @@ import sqlite3
 
 import pytest
 
-from stacko.server.store import StoreError, journal, make_store
+from stacko.server.store import StoreError, journal, make_store, packed
 from stacko.server.store import sqlite as sqlite_store
 from stacko.server.store.sqlite import FILE_NAME
 
@@ -294,7 +294,8 @@ async def test_the_applier_outlives_signals_to_its_group_and_stops_with_the_serv
     assert count(tmp_path / "data", "SELECT count(*) FROM games") == 2
 
 
-async def test_a_journal_write_that_fails_stops_the_store_and_nothing_leaves(tmp_path):
+@pytest.mark.parametrize("change", ["statements", "line"])
+async def test_a_journal_write_that_fails_stops_the_store_and_nothing_leaves(tmp_path, change):
     store = await opened(tmp_path / "data")
     failures: list[BaseException] = []
     store.on_failure = failures.append
@@ -305,7 +306,10 @@ async def test_a_journal_write_that_fails_stops_the_store_and_nothing_leaves(tmp
     read_only = os.open(os.devnull, os.O_RDONLY)
     os.dup2(read_only, jfile.fd)  # ... and allocating it fails, as on a full disk
     os.close(read_only)
-    store.submit([game_row(gid(1))])
+    if change == "line":  # a move's (``SQLiteStore.submit_line``'s lean way)
+        store.submit_line(gid(1), b'[1,"move",0,1,5,{"move":{"action":"draw"}}]\n')
+    else:
+        store.submit([game_row(gid(1))])
     store.hold(released.append, "a frame showing the change")
     await asyncio.sleep(0.05)
     assert failures and isinstance(failures[0], OSError)
@@ -474,3 +478,44 @@ async def test_a_journal_the_previous_version_left_is_applied_with_lines_after_i
         ]
     finally:
         await store.close()
+
+
+EVENTS = (
+    b'[1,"deal",null,0,5,{"perms":[[1,0]],"deadline_ms":9}]\n'
+    b'[2,"move",0,1,6,{"move":{"action":"draw"}}]\n'
+)
+
+
+def finish_row(gid: str, record: bytes, sql: str = journal.FINISH_SQL):
+    return (sql, ('{"winner":0}', 0, "turn_cap", 7, 1, 2, record, gid))
+
+
+def test_a_finished_games_events_are_packed_where_the_journal_is_read():
+    """The journal writer's recorder hands a game's events over unpacked; reading the
+    journal (the applier's and a start's recovery, both ``decode``) packs them as the
+    recorder would have."""
+    record = journal.encode(
+        3, [game_row(gid(1)), finish_row(gid(1), EVENTS, journal.FINISH_EVENTS_SQL)]
+    )
+    ((ticket, ops, _),), _, trouble = journal.decode(record)
+    assert (ticket, trouble) == (3, "")
+    assert ops == [game_row(gid(1)), finish_row(gid(1), packed.pack(EVENTS))]
+    assert [row[4] for row in packed.unpack(ops[1][1][6])] == [
+        {"perms": [[1, 0]], "deadline_ms": 9}, {"move": {"action": "draw"}},
+    ]  # fmt: skip
+
+
+async def test_the_applier_packs_a_finished_games_events(tmp_path):
+    from stacko.server.store.recorder import Recorder
+
+    store = await opened(tmp_path / "data")
+    try:
+        assert store.packs_records and Recorder(store, None).packs
+        store.submit([game_row(gid(1))])
+        store.submit([finish_row(gid(1), EVENTS, journal.FINISH_EVENTS_SQL)])
+        await store.flush()
+        rows = await store.fetch("SELECT status, record FROM games WHERE id = ?", (gid(1),))
+        assert rows == [("finished", packed.pack(EVENTS))]
+    finally:
+        await store.close()
+    assert not make_store("sqlite", str(tmp_path / "d2"), writer="loop").packs_records
