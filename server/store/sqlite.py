@@ -330,6 +330,9 @@ class SQLiteStore(Store):
                 ],
                 pass_fds=(notes_r, replies_w, self._lock_fd),
                 stdin=subprocess.DEVNULL,
+                # It says nothing on stdout; holding the server's open would keep a reader
+                # of it (a supervisor, a test) from its end after a kill -9 of the server.
+                stdout=subprocess.DEVNULL,
                 process_group=0,  # the terminal's Ctrl-C is the server's to handle
             )  # fmt: skip
         finally:

@@ -42,6 +42,30 @@ async def start(data: Path, log) -> tuple[asyncio.subprocess.Process, str, int]:
     return proc, m.group(1), int(m.group(2))
 
 
+def children(pid: int, running: str) -> list[int]:
+    """The processes whose parent is ``pid`` and whose command line holds ``running``."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and running.encode() in cmdline:
+                out.append(int(entry))
+    return out
+
+
+async def killed(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL, then the process's end and its stdout's: nothing the server started (its
+    applier) holds that pipe, so a reader of it sees the end at once."""
+    kill(proc)
+    await proc.wait()
+    assert proc.stdout is not None
+    await asyncio.wait_for(proc.stdout.read(), 10)
+
+
 def seen_ply(clients: list[Client], code: str) -> int:
     """The highest ply any client saw in a state frame (every one is acknowledged output)."""
     plies = [
@@ -111,8 +135,7 @@ async def test_kill_9_at_random_points_loses_nothing_acknowledged(tmp_path):
                     await mover.expect(id=rid)
                     kill(proc)
             await asyncio.sleep(rng.random() * 0.004)  # or at any instant around it
-            kill(proc)
-            await proc.wait()
+            await killed(proc)
             for c in clients:
                 await c.closed(10)
             for seat, c in enumerate(clients):
@@ -187,8 +210,9 @@ async def test_kill_9_keeps_a_waiting_room_and_a_finished_one(tmp_path):
         await c.expect("state", room=over)
         assert (await c.call("resign", room=over))["view"]["outcome"] is not None
         waiting = (await a.call("create_room", options=OPTIONS, public=False))["room"]
-        kill(proc)  # right after the acknowledgement
-        await proc.wait()
+        (applier,) = children(proc.pid, "journal.py")
+        assert os.readlink(f"/proc/{applier}/fd/1") == os.devnull  # not the server's stdout
+        await killed(proc)  # right after the acknowledgement
         proc, url, _ = await start(data, log)
         a2 = await Client.open(url, "alice")
         welcome = await a2.hello("alice", a.token)
