@@ -17,7 +17,9 @@ the server, a new one once the current passes ``ROTATE_BYTES``. A record is a he
 change's statements as ``marshal`` data (a list of ``(sql, params)``; the server writes it,
 nobody else), or, for the commonest change (an event of a game in progress, which only
 appends a row to the log: ``LOG_SQL``), ``EVENT``, the game's id and the event's line as the
-game holds it (``server.store.packed``): the statement is made here, not on the loop.
+game holds it (``server.store.packed``): the statement is made here, not on the loop; a
+game's end carries the game's events unpacked, ``PACKING`` before its ``marshal`` data, and
+they are packed here too.
 What SQLite holds is marked in SQLite itself, in the transaction that applied it:
 ``journal_position`` (a row per journal: the next generation and offset to apply).
 
@@ -81,6 +83,11 @@ APPLY_MAX_CHANGES = 2_000
 EVENT = b"E"
 """The first byte of an event's payload (``encode_event``); no ``marshal`` data starts so
 (its lists start ``[``, or 0xDB with its reference flag)."""
+PACKING = b"P"
+"""The first byte of a record whose statements hold a game's events to pack
+(``FINISH_EVENTS_SQL``), before their ``marshal`` data: no ``marshal`` data starts so, so a
+server from before this record kind refuses a journal holding one (a record that cannot be
+read) rather than storing the events unpacked as the game's record."""
 LOG_SQL = (
     "INSERT INTO event_log (game_id, seq, kind, seat, ply, payload, at_ms) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -155,8 +162,10 @@ def keys(directory: str) -> set[str]:
 
 
 def encode(ticket: int, ops: list[Op]) -> bytes:
-    """One change's record."""
+    """One change's record (``PACKING`` first if a game's events are in it to pack)."""
     payload = marshal.dumps(ops)
+    if any(sql == FINISH_EVENTS_SQL for sql, _ in ops):
+        payload = PACKING + payload
     return HEADER.pack(len(payload), zlib.crc32(payload), ticket) + payload
 
 
@@ -288,7 +297,13 @@ def decode(data: bytes, start: int = 0, base: int = 0) -> tuple[list[Record], in
         if zlib.crc32(payload) != crc:
             return out, pos, "a record that fails its CRC"
         try:
-            ops = _event_ops(payload) if payload[:1] == EVENT else _packing(marshal.loads(payload))
+            tag = payload[:1]
+            if tag == EVENT:
+                ops = _event_ops(payload)
+            elif tag == PACKING:
+                ops = _packing(marshal.loads(payload[1:]))
+            else:
+                ops = marshal.loads(payload)
         except (EOFError, ValueError, TypeError, IndexError) as exc:
             return out, pos, f"a record that cannot be read ({exc})"
         pos = body + length

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import marshal
 import os
 import signal
 import sqlite3
@@ -494,9 +495,13 @@ def test_a_finished_games_events_are_packed_where_the_journal_is_read():
     """The journal writer's recorder hands a game's events over unpacked; reading the
     journal (the applier's and a start's recovery, both ``decode``) packs them as the
     recorder would have."""
-    record = journal.encode(
-        3, [game_row(gid(1)), finish_row(gid(1), EVENTS, journal.FINISH_EVENTS_SQL)]
-    )
+    ops = [game_row(gid(1)), finish_row(gid(1), EVENTS, journal.FINISH_EVENTS_SQL)]
+    record = journal.encode(3, ops)
+    payload = record[journal.HEADER.size :]
+    assert payload[:1] == journal.PACKING and marshal.loads(payload[1:]) == ops
+    with pytest.raises(ValueError):  # what a server from before reads: refused, not stored
+        marshal.loads(payload)
+    assert journal.encode(3, ops[:1])[journal.HEADER.size :] == marshal.dumps(ops[:1])
     ((ticket, ops, _),), _, trouble = journal.decode(record)
     assert (ticket, trouble) == (3, "")
     assert ops == [game_row(gid(1)), finish_row(gid(1), packed.pack(EVENTS))]
