@@ -242,7 +242,11 @@ class Store:
         """One change, to be committed (with whatever else is waiting) by the writer."""
         if self.failed is not None:
             return  # nothing leaves any more; the server is going down
-        self._enqueue(self._ticket(), list(ops))
+        self.appended += 1
+        gate = self.gate
+        gate.ticket = self.appended
+        gate.holding = True
+        self._enqueue(self.appended, list(ops))
 
     takes_lines = False
     """Whether the recorder hands a move over as its line (``submit_line``) rather than as
@@ -255,21 +259,8 @@ class Store:
 
     def submit_line(self, game_id: str, line: bytes) -> None:
         """One change that appends event ``line`` (``packed.line``) of ``game_id`` to the
-        log (``journal.LOG_SQL``)."""
-        if self.failed is not None:
-            return
-        self._enqueue_line(self._ticket(), game_id, line)
-
-    def _ticket(self) -> int:
-        """The next change's ticket: frames wait for it from now until it is committed."""
-        self.appended = ticket = self.appended + 1
-        gate = self.gate
-        gate.ticket = ticket
-        gate.holding = True
-        return ticket
-
-    def _enqueue_line(self, ticket: int, game_id: str, line: bytes) -> None:
-        self._enqueue(ticket, [journal.event_op(game_id, line)])
+        log: its statement (``journal.event_op``), submitted as any change."""
+        self.submit([journal.event_op(game_id, line)])
 
     def hold(self, release: Callable[[Any], None], arg: Any) -> None:
         """Call ``release(arg)`` (a frame's delivery, a close) once everything submitted so

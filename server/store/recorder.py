@@ -333,10 +333,7 @@ class Recorder:
                 rec.seq += 1
                 rec.events += line
                 self.store.submit_line(rec.id, line)
-                self.live_events += 1
-                self.log_rows = rows = self.log_rows + 1
-                if rows > COMPACT_MIN_ROWS and rows > 2 * self.live_events:  # ``_logged``
-                    self._compact_soon()
+                self._logged()
                 return
         payload: dict[str, Any] = {}
         if rng.perms:

@@ -70,16 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from stacko.server.store import journal
-from stacko.server.store.base import (
-    COMMIT_BUCKETS,
-    Op,
-    Store,
-    StoreError,
-    Waiters,
-    fail_all,
-    runs,
-    wake,
-)
+from stacko.server.store.base import Op, Store, StoreError, Waiters, fail_all, runs, wake
 from stacko.server.store.schema import MIGRATIONS, VERSION_TABLE, SchemaError, plan
 
 log = logging.getLogger("stacko.store")
@@ -103,8 +94,6 @@ every loop turn and an answer to each cost the server 20 us of CPU a move, a not
 20 ms about 2.5 us more than one every 100 ms (each wakes the applier's process)."""
 
 _STOP = object()
-_now = time.perf_counter
-FIRST_BUCKET = COMMIT_BUCKETS[0]
 
 
 PAGE_SIZE = int(os.environ.get("STACKO_SQLITE_PAGE_SIZE", "1024"))
@@ -345,44 +334,17 @@ class SQLiteStore(Store):
         self._loop.add_reader(replies_r, self._on_replies)
 
     def submit_line(self, game_id: str, line: bytes) -> None:
-        """A move's commit, the commonest: the journal's record copied in, and counted,
-        with nothing else to do when nothing waits for it (``_write`` does the rest). Each
-        call and attribute the base's way takes shows several times over in the scale
-        step's latency (``bench/README.md``, "The store's commit of a move made lean")."""
-        jfile = self._jfile
-        gate = self.gate
-        if jfile is None or self.failed is not None or self._waiters or gate.has_held():
+        """A move, the commonest change: its line's record written at once (``_write``),
+        without the base's statement, ``marshal`` or gate holding frames (``submit``): the
+        write is done before this returns, so no frame can be sent while it waits. Each call
+        the base's way takes shows several times over in the scale step's latency
+        (``bench/README.md``, "The store's commit of a move made lean")."""
+        if self._jfile is None or self.failed is not None:  # not the journal, or closed
             super().submit_line(game_id, line)
             return
-        started = _now()
-        self.appended = ticket = self.appended + 1
-        gate.ticket = ticket
-        try:
-            jfile.write(journal.encode_event(ticket, game_id.encode(), line))
-        except OSError as exc:
-            self._write_failed(exc)
-            return
-        self.committed = ticket
-        seconds = _now() - started
-        if seconds <= FIRST_BUCKET and self._stats.batch_max:  # ``_count_commit``, inlined
-            s = self._stats
-            s.commits += 1
-            s.changes += 1
-            s.statements += 1
-            s.commit_seconds += seconds
-            s.commit_buckets[0] += 1
-        else:
-            self._count_commit(1, 1, seconds)
-        if not self._note_booked:
-            self._book_note()
-        if jfile.offset >= journal.ROTATE_BYTES:
-            self._rotate()
-
-    def _enqueue_line(self, ticket: int, game_id: str, line: bytes) -> None:
-        if self._jfile is None:  # not the journal writer, or closed
-            super()._enqueue_line(ticket, game_id, line)
-            return
         started = time.perf_counter()
+        self.appended = ticket = self.appended + 1
+        self.gate.ticket = ticket
         self._write(ticket, journal.encode_event(ticket, game_id.encode(), line), 1, started)
 
     def _append(self, ticket: int, ops: list[Op]) -> None:
