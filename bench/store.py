@@ -17,8 +17,9 @@
    takes to rebuild them all (``server.store.recorder.recover``);
 5. writes: the commit's cost and WAL pages per change, 20 changes of 50 games per commit,
    into the event log (schema 3) and keyed per game in ``events`` (schema 2), alternating;
-6. path: the store's CPU per move in process (rooms, recorder, commits; no sockets), on
-   against off, alternating; path_short: the same with the scale run's short games;
+6. path: the store's CPU per move in process (rooms, recorder, commits, rooms' rows and
+   rematches; no sockets), on against off, alternating; path_short: the same with the
+   scale run's short games, where a game's start and end cost as much as its moves;
 7. held: memory per game in progress (tracemalloc), store on against off, alternating;
 8. listing: ``GET /api/games``'s query for each kind of filter over 500,000 finished games.
 """
@@ -207,15 +208,18 @@ async def disk(games: int) -> dict[str, Any]:
 async def _alternating_hooks(
     d: str, mode: str, rng_factory: Any
 ) -> tuple[SQLiteStore | None, RoomHooks]:
-    """A round's room hooks: recorded into a SQLite file in ``d`` (``mode`` "on", the
-    loop writer) or not recorded at all ("off")."""
-    store = SQLiteStore(d, writer="loop") if mode == "on" else None
+    """A round's room hooks: recorded into a SQLite file in ``d`` (``mode`` "on", with the
+    server's writer, the journal's; each room's row written when its status changes, as the
+    hub does: ``Hub._status_changed``) or not recorded at all ("off")."""
+    store = SQLiteStore(d) if mode == "on" else None
     clock = FakeClock()
     if store is not None:
         await store.open()
+    recorder = Recorder(store, clock) if store else None
     hooks = RoomHooks(clock=clock, schedule_soon=lambda cb: None, rng_factory=rng_factory,
-                      on_empty=lambda r: None,
-                      recorder=Recorder(store, clock) if store else None)  # fmt: skip
+                      on_empty=lambda r: None, recorder=recorder)  # fmt: skip
+    if recorder is not None:
+        hooks.on_status = recorder.room
     return store, hooks
 
 
@@ -348,10 +352,11 @@ async def path(
 ) -> dict[str, Any]:
     """The store's CPU per move in process, without sockets (a shared machine's network
     noise out of the way): ``games`` rooms, ``batch`` moves of as many of them per loop
-    turn (the loop writer commits each turn's changes at its end), recorded into a SQLite
-    file or not recorded at all, alternating; CPU time of the moves and their commits (and
-    of the next game's start where one ended: ``options`` of short games, as the scale
-    run's, make game ends and starts a large part of it)."""
+    turn, recorded into a SQLite file or not recorded at all, alternating; CPU time of the
+    moves and their commits, and of the rematch where a game ended (both players ask, as
+    in the scale run: the first ask is a change, the second starts the next game).
+    ``options`` of short games, as the scale run's, make game ends and starts a large part
+    of it."""
     out: dict[str, list[float]] = {"on": [], "off": []}
     rng = random.Random(5)
     for r in range(rounds):
@@ -371,7 +376,8 @@ async def path(
                         game = room.game
                         assert game is not None
                         if game.outcome() is not None:
-                            room.start()
+                            room.ask_rematch(0, None)
+                            room.ask_rematch(1, None)
                             continue
                         _play(room, rng, 1)
                         done += 1

@@ -129,6 +129,10 @@ class GameRecord:
     """The node that serves the game, when nodes share the store; then every change is
     fenced by ``owner`` and ``epoch`` (``server.store.base.FENCE``)."""
     epoch: int = 0
+    room_row: tuple[Any, ...] | None = None
+    """The room's row as last written while this game is recorded (``_row_key``): at the
+    game's end, the row needs no writing if it is still this one (the rows of a game's
+    start and end differ only in their time)."""
 
     @property
     def held(self) -> int:
@@ -165,6 +169,10 @@ MOVE_WIRES = 4_096
 """Moves whose JSON the recorder keeps made (``Recorder._wires``): more than every move of
 every game and variant, a bound all the same."""
 
+TOKEN_HASHES = 16_384
+"""Tokens whose hash the recorder keeps made (``Recorder._hashes``; emptied when full):
+about 0.2 KB each, the token itself being the session's."""
+
 COMPACT_MIN_ROWS = 100_000
 """Log rows appended before the log is compacted (at least, and twice the live events)."""
 COMPACT_CHUNK_ROWS = 2_000
@@ -191,6 +199,12 @@ def _dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+def _row_key(room: Any) -> tuple[Any, ...]:
+    """What a room's row (``Recorder.room``) is made of, but its time: equal keys, equal
+    rows (the players by identity: what the row holds of them does not change)."""
+    return (room, room.game_id, *room.players, *room.rematch, room.public, room.rated)
+
+
 class Recorder:
     """Turns a room's changes into statements for the store (``RoomHooks.recorder``)."""
 
@@ -204,6 +218,11 @@ class Recorder:
         """Rows appended to the log since it was last compacted (or counted at recovery)."""
         self.compactions = 0
         self._compacting: asyncio.Task[None] | None = None
+        self._ended: tuple[Any, ...] | None = None
+        """The room whose row a game's result just wrote (``_row_key``), for the status
+        change that follows at once (``room``): the next call to ``room`` clears it."""
+        self._hashes: dict[str, str] = {}
+        """Session token -> its hash (``_hash``), at most ``TOKEN_HASHES`` of them."""
         self._wires: dict[Any, bytes] = {}
         """A move's JSON (``move_to_wire``) by the engine's move (a frozen value), made once:
         a game has few distinct moves (Stacko 80 at most), and every move is recorded."""
@@ -242,7 +261,7 @@ class Recorder:
                 rec.pending.append(
                     (
                         "INSERT INTO sessions (game_id, seat, token_hash) VALUES (?, ?, ?)",
-                        (rec.id, seat, session_hash(p.session.token)),
+                        (rec.id, seat, self._hash(p.session.token)),
                     )
                 )
         options = room.codec.options_to_wire(room.options, room.clock_ms)
@@ -264,14 +283,45 @@ class Recorder:
         self.live[rec.id] = rec
         return rec.rng
 
+    def _hash(self, token: str) -> str:
+        """``session_hash``, made once per token: a game's start and end, and a rematch
+        asked, each write both seats' (eight a game, about 0.5 us each)."""
+        h = self._hashes.get(token)
+        if h is None:
+            h = session_hash(token)
+            if len(self._hashes) >= TOKEN_HASHES:
+                self._hashes.clear()
+            self._hashes[token] = h
+        return h
+
     def room(self, room: Any, open_: bool = True) -> None:
         """Keep what a restart needs of a room that is open (``open_``): its options, seats
         (a session only as the hash of its token, and whether it asked for a rematch) and
         last game; or forget a closed one.
-        Called when seats or the status change, never per move."""
+        Called when seats or the status change, never per move. A game's start and end
+        change the status: the start's row goes into the game's own change (its deal), and
+        the end's into the result's (``record``), or nowhere if it is the start's row: the
+        row does not hold the status (``games`` does) and ``updated_ms`` is when its
+        content last changed. One commit fewer each (``_ended``)."""
+        ended, self._ended = self._ended, None
         if not open_:
+            if room.record is not None:
+                room.record.room_row = None
             self.store.submit([("DELETE FROM rooms WHERE code = ?", (room.code,))])
             return
+        key = _row_key(room)
+        if ended is not None and ended == key:
+            return  # the game's result just wrote this row, or found it written (``record``)
+        op = self._room_op(room)
+        rec: GameRecord | None = room.record
+        if rec is not None:
+            rec.room_row = key
+            if rec.pending:  # a game just begun: with its deal
+                rec.pending.append(op)
+                return
+        self.store.submit([op])
+
+    def _room_op(self, room: Any) -> Op:
         seats: list[dict[str, Any] | None] = []
         for p in room.players:
             if p is None:
@@ -281,21 +331,16 @@ class Recorder:
             token = None if p.bot is not None or session is None else session.token
             seats.append({
                 "name": p.name, "bot": p.bot_level, "account": p.account,
-                "token_hash": session_hash(token) if token else None,
+                "token_hash": self._hash(token) if token else None,
                 "rematch": len(seats) in room.rematch,
             })  # fmt: skip
         options = room.codec.options_to_wire(room.options, room.clock_ms)
-        self.store.submit(
-            [
-                (
-                    ROOM_SQL,
-                    (
-                        room.code, room.spec.name, _dumps(options), int(room.public),
-                        int(room.rated), _dumps(seats), room.game_id, _ms(self.clock.time()),
-                        self.owner,
-                    ),
-                )
-            ]
+        return (
+            ROOM_SQL,
+            (
+                room.code, room.spec.name, _dumps(options), int(room.public), int(room.rated),
+                _dumps(seats), room.game_id, _ms(self.clock.time()), self.owner,
+            ),
         )  # fmt: skip
 
     def record(
@@ -351,6 +396,7 @@ class Recorder:
             payload["deadline_ms"] = at + clock_ms
         seq = rec.seq = rec.seq + 1
         ply = game.ply
+        ended: tuple[Any, ...] | None = None
         payload_json = orjson.dumps(payload)
         line = packed.line(seq, kind, seat, ply, payload_json, at)
         rec.events += line
@@ -387,6 +433,13 @@ class Recorder:
             if self.on_finish is not None:
                 ops += self.on_finish(room, rec.id, outcome, at)
             room.record = None
+            # The room's row as the status change that follows (``on_status``) would write
+            # it: finished, with this game, which it is already unless the seats changed
+            # since the game's start. That call then finds it written (``room``).
+            ended = _row_key(room)
+            if ended != rec.room_row:
+                ops.append(self._room_op(room))
+        self._ended = ended
         # While the game goes on, ``plies`` and ``last_seq`` of its row stay as they were:
         # one statement per move less; recovery reads the events themselves.
         self.store.submit(ops)

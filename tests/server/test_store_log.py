@@ -12,8 +12,9 @@ import orjson
 from stacko_wire import Game
 from test_store_server import get_json
 
-from stacko.server.store import make_store, packed, recorder
+from stacko.server.store import journal, make_store, packed, recorder
 from stacko.server.store.schema import MIGRATIONS, SCHEMA_VERSION
+from stacko.server.store.sqlite import SQLiteStore
 
 SMALL = {"tower": 3, "bricks": 8, "rounds": 2, "turn_cap": 6}
 
@@ -242,32 +243,119 @@ async def test_a_schema_2_database_is_migrated_with_its_games(make_harness, stor
     assert row == ("finished",)
 
 
+def statement(sql: str) -> str:
+    """What a statement does, to the table it does it to: ``UPDATE games``."""
+    text = " ".join(line for line in sql.splitlines() if not line.startswith("--"))
+    return text.split("(")[0].split(" SET ")[0].split(" WHERE ")[0].strip()
+
+
+class Counting(SQLiteStore):
+    """The SQLite store (the journal's writer), noting each change as its statements."""
+
+    def __init__(self, *a, **k) -> None:
+        super().__init__(*a, **k)
+        self.changes: list[list[str]] = []
+
+    def _enqueue(self, ticket, ops) -> None:
+        self.changes.append([statement(sql) for sql, _ in ops])
+        super()._enqueue(ticket, ops)
+
+    def submit_line(self, game_id, line) -> None:  # the journal's form of a row
+        sql, _ = journal.event_op(game_id, line)
+        self.changes.append([statement(sql)])
+        super().submit_line(game_id, line)
+
+
 async def test_a_move_writes_one_log_row_and_nothing_else(make_harness, tmp_path):
     """The hot path: a move is one row appended to the log; rooms, games and sessions are
     written when seats or the status change, never per move."""
-    from stacko.server.store import journal
-    from stacko.server.store.sqlite import SQLiteStore
-
-    class Counting(SQLiteStore):
-        def __init__(self, *a, **k) -> None:
-            super().__init__(*a, **k)
-            self.statements: list[str] = []
-
-        def _enqueue(self, ticket, ops) -> None:
-            self.statements += [sql.split("(")[0].strip() for sql, _ in ops]
-            super()._enqueue(ticket, ops)
-
-        def submit_line(self, game_id, line) -> None:  # the journal's form of a row
-            sql, _ = journal.event_op(game_id, line)
-            self.statements.append(sql.split("(")[0].strip())
-            super().submit_line(game_id, line)
-
     store = Counting(tmp_path / "data")
     h = await make_harness(store=store)
     g = await h.game(SMALL)
     await store.flush()
-    assert "INSERT INTO rooms" in store.statements  # the seats and the start
-    store.statements.clear()
+    assert any("INSERT INTO rooms" in c for c in store.changes)  # the seats and the start
+    store.changes.clear()
     for _ in range(3):
         await g.move()
-    assert store.statements == ["INSERT INTO event_log"] * 3
+    assert store.changes == [["INSERT INTO event_log"]] * 3
+
+
+async def test_a_game_carries_its_rooms_row_at_its_start_and_end(make_harness, tmp_path):
+    """The room's row changes with its status when a game starts and ends: it goes into the
+    game's own change there (its deal, its result), not a change of its own; a rematch
+    asked is a change of its own (a restart keeps who asked)."""
+    store = Counting(tmp_path / "data")
+    h = await make_harness(store=store)
+    g = await h.game(SMALL)
+    await store.flush()
+    room_row = "SELECT game_id, seats FROM rooms WHERE code = ?"
+    dealt = ["INSERT INTO games", *["INSERT INTO sessions"] * 2, "INSERT INTO rooms"]
+    assert store.changes[-1] == [*dealt, "INSERT INTO event_log"]
+    ((gid, seats),) = await store.fetch(room_row, (g.code,))
+    assert gid == g.room.game_id and gid is not None
+    assert [s["name"] for s in orjson.loads(seats)] == ["alice", "bob"]
+
+    store.changes.clear()
+    await g.play_out()
+    await store.flush()
+    *moves, ended = store.changes
+    assert moves == [["INSERT INTO event_log"]] * len(moves)
+    # the row as the start wrote it: this game, nobody asking for a rematch (the status is
+    # the game's, in ``games``)
+    assert ended == ["UPDATE games", "DELETE FROM sessions"]
+    assert await store.fetch("SELECT status FROM games WHERE id = ?", (gid,)) == [("finished",)]
+    ((gid_after, seats),) = await store.fetch(room_row, (g.code,))
+    assert gid_after == gid and [s["rematch"] for s in orjson.loads(seats)] == [False, False]
+
+    store.changes.clear()
+    bob, alice = g.seats[1], g.seats[0]
+    await bob.request("rematch", room=g.code)
+    await bob.expect("room", room=g.code)
+    await store.flush()
+    assert store.changes == [["INSERT INTO rooms"]]
+    ((_, seats),) = await store.fetch(room_row, (g.code,))
+    assert [s["rematch"] for s in orjson.loads(seats)] == [False, True]
+
+    store.changes.clear()
+    assert (await alice.call("rematch", room=g.code))["type"] == "joined"
+    h.snap(g.code)  # the new game's first state, for the frame checks
+    await store.flush()
+    assert store.changes == [[*dealt, "INSERT INTO event_log"]]  # the next game's deal
+    ((new_gid, seats),) = await store.fetch(room_row, (g.code,))
+    assert new_gid == g.room.game_id and new_gid != gid
+    assert [(s["name"], s["rematch"]) for s in orjson.loads(seats)] == [
+        ("bob", False), ("alice", False),
+    ]  # fmt: skip
+
+    # A game whose room's row this server did not write (one restored after a restart):
+    # its result writes the row.
+    g.seats = [bob, alice]
+    await g.settle(g.room.seq)
+    g.room.record.room_row = None  # as ``restore`` leaves it
+    store.changes.clear()
+    await g.play_out()
+    await store.flush()
+    assert store.changes[-1] == ["UPDATE games", "DELETE FROM sessions", "INSERT INTO rooms"]
+    assert store.changes.count(["INSERT INTO rooms"]) == 0
+    ((last_gid, _),) = await store.fetch(room_row, (g.code,))
+    assert last_gid == new_gid
+
+
+def test_the_recorder_hashes_a_token_once_and_keeps_a_bounded_number(monkeypatch):
+    monkeypatch.setattr(recorder, "TOKEN_HASHES", 3)
+    calls: list[str] = []
+    session_hash = recorder.session_hash
+
+    def counted(token: str) -> str:
+        calls.append(token)
+        return session_hash(token)
+
+    monkeypatch.setattr(recorder, "session_hash", counted)
+    store = SQLiteStore.__new__(SQLiteStore)  # what the recorder reads of it, unopened
+    rec = recorder.Recorder(store, clock=None)
+    tokens = [f"token-{i}" for i in range(5)] + [recorder.DORMANT + "ab" * 32]
+    for token in tokens:
+        want = "ab" * 32 if token.startswith(recorder.DORMANT) else recorder.token_hash(token)
+        assert rec._hash(token) == rec._hash(token) == want
+        assert len(rec._hashes) <= 3
+    assert calls == tokens  # once each
