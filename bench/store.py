@@ -179,7 +179,7 @@ async def disk(games: int) -> dict[str, Any]:
         recorder = Recorder(store, clock)
         hooks = RoomHooks(clock=clock, rng_factory=lambda: random.Random(rng.getrandbits(64)),
                           schedule_soon=lambda cb: None, on_empty=lambda r: None,
-                          recorder=recorder)  # fmt: skip
+                          recorder=recorder, on_status=recorder.room)  # fmt: skip
         plies = 0
         for i in range(games):
             room = _room(hooks, rng, f"G{i:05d}")
@@ -187,6 +187,7 @@ async def disk(games: int) -> dict[str, Any]:
             _play(room, rng, None)
             assert room.game is not None
             plies += room.game.ply
+            recorder.room(room, False)  # its players leave: the room's row goes, as the hub's
             if i % 50 == 0:
                 await store.flush()
         await store.flush()
