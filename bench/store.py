@@ -172,14 +172,10 @@ def _play(room: Room, rng: random.Random, moves: int | None) -> None:
 
 async def disk(games: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as d:
-        store = SQLiteStore(d)
-        await store.open()
-        clock = FakeClock()
         rng = random.Random(1)
-        recorder = Recorder(store, clock)
-        hooks = RoomHooks(clock=clock, rng_factory=lambda: random.Random(rng.getrandbits(64)),
-                          schedule_soon=lambda cb: None, on_empty=lambda r: None,
-                          recorder=recorder, on_status=recorder.room)  # fmt: skip
+        store, hooks = await _alternating_hooks(d, "on", lambda: random.Random(rng.getrandbits(64)))
+        assert store is not None and isinstance(hooks.recorder, Recorder)
+        recorder = hooks.recorder
         plies = 0
         for i in range(games):
             room = _room(hooks, rng, f"G{i:05d}")

@@ -6,7 +6,7 @@ While a game runs, the recorder keeps its events as JSON arrays
 event's JSON and a newline (60-120 bytes), where a tuple of SQL parameters per event
 took 3 x that (a tuple, a payload ``str``, an ``int``: 346 bytes against 122 for events
 with clocks, ``tests/server/test_store_replay.py``), held for every game in progress.
-When it ends, ``pack`` makes them one JSON array and compresses it (zlib, level ``LEVEL``):
+When it ends, ``pack`` makes them one JSON array and compresses it (zlib, ``journal.PACK_LEVEL``):
 one value written with the game's result instead of a row per event. The payload comes last
 and the fields before it hold no comma, so the log's rows come back from the lines with two
 splits (``rows``: the log's compaction writes them again), with no JSON parsed: JSON text
@@ -21,11 +21,6 @@ from typing import Any
 import orjson
 
 from stacko.server.store import journal
-
-LEVEL = journal.PACK_LEVEL
-"""zlib's fastest level: a game's events compress 4-6 x at it (the JSON repeats its keys).
-Packing runs at every game's end: on the event loop, but in the journal's applier with the
-journal writer (``journal.FINISH_EVENTS_SQL``)."""
 
 MAX_UNPACKED = 64 << 20
 """Bytes a stored record may unpack to at most (a corrupt or hostile value stops there)."""

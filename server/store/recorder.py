@@ -310,7 +310,7 @@ class Recorder:
             self.store.submit([("DELETE FROM rooms WHERE code = ?", (room.code,))])
             return
         key = _row_key(room)
-        if ended is not None and ended == key:
+        if key == ended:
             return  # the game's result just wrote this row, or found it written (``record``)
         op = self._room_op(room)
         rec: GameRecord | None = room.record

@@ -383,18 +383,14 @@ class SQLiteStore(Store):
             self.committed = ticket
             gate.holding = ticket < self.appended
         if not self._note_booked:
-            self._book_note()
+            self._note_booked = True
+            assert self._loop is not None
+            if NOTE_DELAY_S > 0:
+                self._note_timer = self._loop.call_later(NOTE_DELAY_S, self._send_note)
+            else:
+                self._loop.call_soon(self._send_note)
         if jfile.offset >= journal.ROTATE_BYTES:
             self._rotate()
-
-    def _book_note(self) -> None:
-        """The applier is told of what was just written ``NOTE_DELAY_S`` from now."""
-        self._note_booked = True
-        assert self._loop is not None
-        if NOTE_DELAY_S > 0:
-            self._note_timer = self._loop.call_later(NOTE_DELAY_S, self._send_note)
-        else:
-            self._loop.call_soon(self._send_note)
 
     def _rotate(self) -> None:
         """Start the next journal file (the applier deletes this one once it has it)."""
