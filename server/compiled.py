@@ -1,12 +1,13 @@
 """Which modules ``setup.py`` compiles with mypyc, and whether they run compiled here.
 
-The per-move path (rules engine, views, frame building, room, hub, connection) is compiled
-when the package is installed on a machine with a C compiler; the same source runs as plain
-Python otherwise (``STACKO_PURE_PYTHON=1`` at install time, or no compiler). An editable
-install builds the compiled files next to the sources: after editing one of these modules,
-build again (``pip install -e .``), or Python keeps importing the old compiled file. The
-server logs a warning when that happens (``stale``). Standard library only: ``setup.py``
-reads ``MODULES`` from this file before anything is installed.
+The per-move path (rules engine, views, frame building, room, hub, connection, and the
+store's recorder and journal writer) is compiled when the package is installed on a machine
+with a C compiler; the same source runs as plain Python otherwise (``STACKO_PURE_PYTHON=1``
+at install time, or no compiler). An editable install builds the compiled files next to the
+sources: after editing one of these modules, build again (``pip install -e .``), or Python
+keeps importing the old compiled file. The server logs a warning when that happens
+(``stale``). Standard library only: ``setup.py`` reads ``MODULES`` from this file before
+anything is installed.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ MODULES = (
     "stacko.server.hub",
     "stacko.server.metrics",
     "stacko.server.room",
+    "stacko.server.store.journal",
+    "stacko.server.store.recorder",
 )
 
 _COMPILED_SUFFIXES = (".so", ".pyd")

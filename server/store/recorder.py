@@ -26,7 +26,6 @@ import asyncio
 import collections
 import hashlib
 import logging
-import random
 import secrets
 from collections.abc import MutableSequence, Sequence
 from dataclasses import dataclass, field
@@ -93,11 +92,11 @@ class RecordingRng:
         return perms
 
 
-class ReplayRng(random.Random):
-    """Applies recorded permutations, in order, instead of drawing."""
+class ReplayRng:
+    """Applies recorded permutations, in order, instead of drawing (a ``Shuffler``, as
+    ``RecordingRng`` is: the engines draw nothing else)."""
 
     def __init__(self, perms: Sequence[Sequence[int]] = ()) -> None:
-        super().__init__()
         self.perms: collections.deque[Sequence[int]] = collections.deque(perms)
 
     def shuffle(self, x: MutableSequence[Any]) -> None:
@@ -108,9 +107,6 @@ class ReplayRng(random.Random):
             raise ValueError(f"a recorded permutation of {len(perm)} for a shuffle of {len(x)}")
         old = list(x)
         x[:] = [old[i] for i in perm]
-
-    def random(self) -> float:
-        raise RuntimeError("a replay draws nothing")
 
 
 @dataclass
