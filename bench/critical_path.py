@@ -4,6 +4,9 @@ interpreted code meets the rest, under light load (where every step runs with co
 
     python bench/critical_path.py                          # 100 matches, a move per 2 s each, 20 s
     python bench/critical_path.py --options '{"clock_ms": 60000}'   # clocked rooms
+    python bench/critical_path.py --matches 5000 --store           # the scale step, store on
+    python bench/critical_path.py --matches 5000 --busy-us 9       # store off, 9 us per change
+
 
 An in-process server (the ``stacko-server`` set-up: paced collector, rate limits lifted) is
 timed with ``perf_counter_ns`` marks put around functions it calls through attributes, so the
@@ -13,6 +16,13 @@ the WebSocket connection, the frame handed to the connection, the parse, the cod
 ``transport.write`` of that turn (with its duration: the send that wakes the receiver).
 ``bench/loadgen.py --no-baseline`` plays against it in a subprocess; its latency is printed
 beside. Each mark costs about half a microsecond. asyncio's default loop only.
+
+The server has no store unless ``--store`` gives it the default one (SQLite and its journal,
+in a temporary directory). ``--busy-us N`` instead records every change with a stand-in that
+only keeps the loop busy for N microseconds, where the store's recorder works (before the
+change's frames): how the latency the load generator sees answers to work on that path,
+whatever the work is (``bench/README.md``, "What a microsecond of the store costs at the
+scale step").
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import os
 import selectors
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +54,7 @@ from stacko.server import wsconn
 from stacko.server.app import Server
 from stacko.server.config import ServerConfig
 from stacko.server.gcpacer import GcPacer
+from stacko.server.store import make_store
 
 MARKS = (
     ("select", "the selector returned"),
@@ -166,6 +178,27 @@ def _us(samples: list[float]) -> dict[str, Any]:
     }
 
 
+class Busy:
+    """A recorder (``server.room.Recorder``) that keeps nothing and only keeps the loop busy
+    for ``seconds`` per change, where the store's recorder works."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.changes = 0
+
+    def begin(self, room: Any, rng: Any) -> Any:
+        return rng
+
+    def room(self, room: Any, open_: bool = True) -> None:
+        pass
+
+    def record(self, room: Any, kind: str, seat: Any, move: Any, termination: Any) -> None:
+        self.changes += 1
+        end = time.perf_counter() + self.seconds
+        while time.perf_counter() < end:
+            pass
+
+
 async def measure(
     matches: int,
     pace: float,
@@ -174,12 +207,16 @@ async def measure(
     *,
     warmup: float = 1.0,
     gc_interval_s: float = 0.25,
+    store: bool = False,
+    busy_us: float = 0.0,
 ) -> dict[str, Any]:
     """``gc_interval_s`` 0: CPython's own collector instead of the server's paced one."""
     rec = Recorder()
     try:
         rec.install()
-        return await _measure(rec, matches, pace, duration, options, warmup, gc_interval_s)
+        return await _measure(
+            rec, matches, pace, duration, options, warmup, gc_interval_s, store, busy_us
+        )
     finally:
         rec.patches.undo()
 
@@ -192,14 +229,23 @@ async def _measure(
     options: str,
     warmup: float,
     gc_interval_s: float,
+    with_store: bool,
+    busy_us: float,
 ) -> dict[str, Any]:
+    data = tempfile.TemporaryDirectory(prefix="stacko-critical-") if with_store else None
+    store = make_store("sqlite", data.name) if data is not None else None
     server = Server(
         ServerConfig(
             host="127.0.0.1", port=0, rate_per_second=1_000_000, burst=1_000_000,
             hello_rate_per_ip=1_000_000, hello_burst_per_ip=1_000_000, max_connections_per_ip=0,
             max_waiting_per_ip=0,
-        )
+        ),
+        store=store,
     )  # fmt: skip
+    busy = Busy(busy_us / 1e6)
+    if busy_us > 0:
+        server.hub._hooks.recorder = busy
+    commits = 0
     pacer = None
     proc = None
     try:
@@ -226,13 +272,21 @@ async def _measure(
             await proc.wait()
         if pacer is not None:
             pacer.stop()
-        await server.shutdown()
+        if store is not None:
+            commits = store.stats.commits
+        await server.shutdown()  # (closes the store)
+        if data is not None:
+            data.cleanup()
     client = json.loads(out)
     lat = client["latency_opponent"]
     return {
         "bench": "critical_path",
         "matches": matches,
         "pace_s": pace,
+        "store": with_store,
+        "store_commits": commits,
+        "busy_us": busy_us,
+        "busy_changes": busy.changes,
         "moves_timed": len(rec.moves),
         "client_move_to_opponent": {k: lat[k] for k in ("count", "p50_ms", "p99_ms")},
         "segments": rec.segments(),
@@ -245,8 +299,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pace", type=float, default=2.0, help="seconds between a match's moves")
     ap.add_argument("--duration", type=float, default=20.0)
     ap.add_argument("--options", default='{"turn_cap": 10, "rounds": 1}', help="room options")
+    ap.add_argument(
+        "--store", action="store_true",
+        help="the default store (SQLite and its journal, in a temporary directory), not none",
+    )  # fmt: skip
+    ap.add_argument(
+        "--busy-us", type=float, default=0.0,
+        help="no store: a stand-in that keeps the loop busy this long per change, where the "
+        "store's recorder works",
+    )  # fmt: skip
     args = ap.parse_args(argv)
-    res = asyncio.run(measure(args.matches, args.pace, args.duration, args.options))
+    if args.store and args.busy_us:
+        ap.error("--store and --busy-us exclude each other")
+    run = measure(
+        args.matches, args.pace, args.duration, args.options,
+        store=args.store, busy_us=args.busy_us,
+    )  # fmt: skip
+    res = asyncio.run(run)
     print(json.dumps(res, indent=2))
     return 0
 

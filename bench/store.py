@@ -21,7 +21,10 @@
    rematches; no sockets), on against off, alternating; path_short: the same with the
    scale run's short games, where a game's start and end cost as much as its moves;
 7. held: memory per game in progress (tracemalloc), store on against off, alternating;
-8. listing: ``GET /api/games``'s query for each kind of filter over 500,000 finished games.
+8. phases: path_short's cost cut by what a game goes through (a move that ends nothing, the
+   move that ends the game, the first rematch ask, the second, which starts the next game),
+   on against off, alternating: which part of a game the store's cost is in;
+9. listing: ``GET /api/games``'s query for each kind of filter over 500,000 finished games.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -344,6 +348,27 @@ async def writes(games: int, batch: int, commits: int, rounds: int) -> dict[str,
     return res
 
 
+async def _alternating_rooms(
+    runs: int, rng: random.Random, games: int, prefix: str, options: dict[str, Any] | None
+) -> AsyncIterator[tuple[str, list[Room]]]:
+    """``runs`` rounds of store on and off (which goes first alternating): each mode with
+    ``games`` rooms begun (``_room``), recorded into a SQLite file in a temporary directory
+    or not at all; the store is flushed and closed once the caller is done with them."""
+    for r in range(runs):
+        for mode in ("on", "off") if r % 2 == 0 else ("off", "on"):
+            with tempfile.TemporaryDirectory() as d:
+                store, hooks = await _alternating_hooks(
+                    d, mode, lambda: random.Random(rng.getrandbits(64))
+                )
+                rooms = [_room(hooks, rng, f"{prefix}{i:05d}", options) for i in range(games)]
+                for room in rooms:
+                    room.start()
+                yield mode, rooms
+                if store is not None:
+                    await store.flush()
+                    await store.close()
+
+
 async def path(
     games: int, batch: int, moves: int, rounds: int, options: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -356,38 +381,73 @@ async def path(
     of it."""
     out: dict[str, list[float]] = {"on": [], "off": []}
     rng = random.Random(5)
-    for r in range(rounds):
-        for mode in ("on", "off") if r % 2 == 0 else ("off", "on"):
-            with tempfile.TemporaryDirectory() as d:
-                store, hooks = await _alternating_hooks(
-                    d, mode, lambda: random.Random(rng.getrandbits(64))
-                )
-                rooms = [_room(hooks, rng, f"P{i:05d}", options) for i in range(games)]
-                for room in rooms:
-                    room.start()
-                done = 0
-                cpu = 0.0
-                while done < moves:
-                    t = time.process_time()
-                    for room in rng.sample(rooms, batch):
-                        game = room.game
-                        assert game is not None
-                        if game.outcome() is not None:
-                            room.ask_rematch(0, None)
-                            room.ask_rematch(1, None)
-                            continue
-                        _play(room, rng, 1)
-                        done += 1
-                    await asyncio.sleep(0)  # the loop writer's commit
-                    cpu += time.process_time() - t
-                if store is not None:
-                    await store.flush()
-                    await store.close()
-                out[mode].append(round(1e6 * cpu / done, 2))
+    async for mode, rooms in _alternating_rooms(rounds, rng, games, "P", options):
+        done = 0
+        cpu = 0.0
+        while done < moves:
+            t = time.process_time()
+            for room in rng.sample(rooms, batch):
+                game = room.game
+                assert game is not None
+                if game.outcome() is not None:
+                    room.ask_rematch(0, None)
+                    room.ask_rematch(1, None)
+                    continue
+                _play(room, rng, 1)
+                done += 1
+            await asyncio.sleep(0)  # the loop writer's commit
+            cpu += time.process_time() - t
+        out[mode].append(round(1e6 * cpu / done, 2))
     on, off = statistics.median(out["on"]), statistics.median(out["off"])
     return {"games": games, "batch": batch, "moves": moves, "runs_us_per_move": out,
             "on_us_per_move": on, "off_us_per_move": off,
             "store_us_per_move": round(on - off, 2)}  # fmt: skip
+
+
+PHASES = ("move", "last_move", "rematch_ask", "next_game")
+
+
+async def phases(games: int, rounds: int, runs: int) -> dict[str, Any]:
+    """``games`` rooms of short games (``SHORT``), each played to its end and rematched
+    ``rounds`` times; the wall time of each ``Room`` call by what it does (``PHASES``), per
+    call, store on against off (alternating ``runs`` times each, medians). Warm caches, no
+    sockets: the scale step's own figures are larger (``bench/README.md``)."""
+    out: dict[str, dict[str, list[float]]] = {m: {p: [] for p in PHASES} for m in ("on", "off")}
+    rng = random.Random(7)
+    now = time.perf_counter_ns
+    async for mode, rooms in _alternating_rooms(runs, rng, games, "Q", SHORT):
+        ns = dict.fromkeys(PHASES, 0)
+        calls = dict.fromkeys(PHASES, 0)
+        for _ in range(rounds):
+            for room in rooms:
+                game = room.game
+                assert game is not None
+                codec = room.codec
+                while game.outcome() is None:
+                    seat = game.to_move
+                    assert seat is not None
+                    move = rng.choice(list(game.legal_moves()))
+                    msg = codec.move_model.model_validate(codec.move_to_wire(move))
+                    t = now()
+                    room.move(seat, game.ply, msg, None)
+                    dt = now() - t
+                    phase = "move" if game.outcome() is None else "last_move"
+                    ns[phase] += dt
+                    calls[phase] += 1
+                for seat, phase in ((0, "rematch_ask"), (1, "next_game")):
+                    t = now()
+                    room.ask_rematch(seat, None)
+                    ns[phase] += now() - t
+                    calls[phase] += 1
+            await asyncio.sleep(0)
+        for phase in PHASES:
+            out[mode][phase].append(round(ns[phase] / calls[phase] / 1000, 2))
+    res: dict[str, Any] = {"games": games, "rounds": rounds, "runs_us": out}
+    for phase in PHASES:
+        on = round(statistics.median(out["on"][phase]), 2)
+        off = round(statistics.median(out["off"][phase]), 2)
+        res[phase] = {"on_us": on, "off_us": off, "store_us": round(on - off, 2)}
+    return res
 
 
 LISTINGS = {
@@ -493,6 +553,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         progress(f"== the same with short games ({SHORT}), as in the scale run")
         n = 4000 if args.quick else 20_000
         res["path_short"] = await path(50, 20, n, 3 if args.quick else 6, SHORT)
+    if "phases" in only:
+        progress(f"== the store's cost by a game's phase ({SHORT}), on vs off")
+        res["phases"] = await phases(
+            100 if args.quick else 300, 5 if args.quick else 20, 2 if args.quick else 6
+        )
     if "listing" in only:
         n = 50_000 if args.quick else 500_000
         progress(f"== GET /api/games's query per filter, {n:,} finished games")
@@ -501,7 +566,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
 
 ALL = (
-    "saturation", "light", "disk", "recovery", "writes", "path", "path_short", "held", "listing",
+    "saturation", "light", "disk", "recovery", "writes", "path", "path_short", "held", "phases",
+    "listing",
 )  # fmt: skip
 SHORT = {"turn_cap": 10, "rounds": 1}
 """``bench/run_all.py``'s scale run plays these (``SHORT_GAMES``): about 13 events a game."""

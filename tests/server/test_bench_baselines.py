@@ -53,6 +53,22 @@ async def test_critical_path_times_every_step_and_puts_everything_back() -> None
     assert after == before
 
 
+async def test_critical_path_with_the_store_or_a_busy_stand_in() -> None:
+    """``--store``: the server records into the default store (its commits counted);
+    ``--busy-us``: the stand-in recorder gets every change and keeps nothing."""
+    short = {"matches": 2, "pace": 0.1, "duration": 1.5, "warmup": 0.3, "gc_interval_s": 0}
+    options = '{"turn_cap": 30, "rounds": 1}'
+    stored = await critical_path.measure(options=options, store=True, **short)
+    assert stored["store"] is True and stored["moves_timed"] > 5
+    # every move a commit of its own at this load, and each game's start one more
+    assert stored["store_commits"] >= stored["client_move_to_opponent"]["count"] > 5
+    assert stored["busy_changes"] == 0
+    busy = await critical_path.measure(options=options, busy_us=50, **short)
+    assert busy["store_commits"] == 0 and busy["moves_timed"] > 5
+    # the deal of each match's game, and every move (the window's and the warm-up's)
+    assert busy["busy_changes"] > busy["client_move_to_opponent"]["count"] > 5
+
+
 async def test_store_turns_cuts_up_commits_and_puts_everything_back() -> None:
     from bench import store_turns
     from stacko.server.store import base
@@ -102,3 +118,14 @@ def test_the_full_runs_scale_rows_judge_the_store_against_the_off_runs_spread():
     assert over[0][1] == "0.87 0.95 | 0.55 0.68"
     assert [ok for _, _, ok in rows([0.6, 0.66], [0.55, 0.68])] == [True, True]
     assert rows([0.6], [0.55]) == []  # a single pair (the quick run) says nothing
+
+
+async def test_store_phases_times_each_phase_of_a_game_both_ways() -> None:
+    from bench import store as store_bench
+
+    res = await store_bench.phases(games=3, rounds=2, runs=2)
+    for phase in store_bench.PHASES:
+        for mode in ("on", "off"):
+            runs = res["runs_us"][mode][phase]
+            assert len(runs) == 2 and all(v > 0 for v in runs), (phase, mode, runs)
+        assert res[phase]["store_us"] == round(res[phase]["on_us"] - res[phase]["off_us"], 2)
