@@ -7,7 +7,6 @@ interpreted code meets the rest, under light load (where every step runs with co
     python bench/critical_path.py --matches 5000 --store           # the scale step, store on
     python bench/critical_path.py --matches 5000 --busy-us 9       # store off, 9 us per change
 
-
 An in-process server (the ``stacko-server`` set-up: paced collector, rate limits lifted) is
 timed with ``perf_counter_ns`` marks put around functions it calls through attributes, so the
 compiled modules stay as they are: the selector's ``select`` returning, ``data_received`` of

@@ -161,16 +161,24 @@ def _room(
     return room
 
 
-def _play(room: Room, rng: random.Random, moves: int | None) -> None:
+def _random_move(room: Room, rng: random.Random) -> tuple[int, int, Any]:
+    """A legal move of the game in progress, at random, as ``Room.move`` takes it: the seat
+    to move, the ply, and the move's message."""
     codec = room.codec
+    game = room.game
+    assert game is not None
+    seat = game.to_move
+    assert seat is not None
+    move = rng.choice(list(game.legal_moves()))
+    return seat, game.ply, codec.move_model.model_validate(codec.move_to_wire(move))
+
+
+def _play(room: Room, rng: random.Random, moves: int | None) -> None:
     game = room.game
     assert game is not None
     n = 0
     while game.outcome() is None and (moves is None or n < moves):
-        seat = game.to_move
-        assert seat is not None
-        move = rng.choice(list(game.legal_moves()))
-        room.move(seat, game.ply, codec.move_model.model_validate(codec.move_to_wire(move)), None)
+        room.move(*_random_move(room, rng), None)
         n += 1
 
 
@@ -422,14 +430,10 @@ async def phases(games: int, rounds: int, runs: int) -> dict[str, Any]:
             for room in rooms:
                 game = room.game
                 assert game is not None
-                codec = room.codec
                 while game.outcome() is None:
-                    seat = game.to_move
-                    assert seat is not None
-                    move = rng.choice(list(game.legal_moves()))
-                    msg = codec.move_model.model_validate(codec.move_to_wire(move))
+                    seat, ply, msg = _random_move(room, rng)
                     t = now()
-                    room.move(seat, game.ply, msg, None)
+                    room.move(seat, ply, msg, None)
                     dt = now() - t
                     phase = "move" if game.outcome() is None else "last_move"
                     ns[phase] += dt
