@@ -117,14 +117,19 @@ class OutputGate:
     sends the lists that ticket covers, in order. ``server.store.base`` says when."""
 
     __slots__ = (
-        "_args", "_batches", "_targets", "_tickets", "batch", "held_frames", "holding", "ticket",
+        "_args", "_batches", "_targets", "_tickets", "batch", "committed", "held_frames",
+        "holding", "ticket",
     )  # fmt: skip
 
     def __init__(self) -> None:
         self.holding = False
         """True while a submitted change is not yet committed: frames must wait."""
         self.ticket = 0
-        """The store's newest change: what a frame held now waits for."""
+        """The store's newest change (``Store.appended``): what a frame held now waits for."""
+        self.committed = 0
+        """The store's newest change committed (``Store.committed``). Both are kept here, on
+        the way of every frame, so that the journal's commit of a move (compiled:
+        ``server.store.journal.EventWriter``) moves them without the store's Python."""
         self.held_frames = 0
         self.batch: WriteBatch | None = None
         """The server's write batch: what a release handed it goes out at the end of the

@@ -215,8 +215,6 @@ class Store:
     location = ""
 
     def __init__(self) -> None:
-        self.appended = 0
-        self.committed = 0
         self.gate = OutputGate()
         """Where frames wait (``Connection.send`` asks ``gate.holding``): compiled, in
         ``server.batch``, as it is on the way of every frame."""
@@ -225,6 +223,24 @@ class Store:
         self.on_failure: Callable[[BaseException], None] = self._log_failure
         self._waiters: Waiters = []
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def appended(self) -> int:
+        """The newest change submitted (its ticket)."""
+        return self.gate.ticket
+
+    @appended.setter
+    def appended(self, ticket: int) -> None:
+        self.gate.ticket = ticket
+
+    @property
+    def committed(self) -> int:
+        """The newest change committed: everything up to it is on disk."""
+        return self.gate.committed
+
+    @committed.setter
+    def committed(self, ticket: int) -> None:
+        self.gate.committed = ticket
 
     @property
     def holding(self) -> bool:
@@ -242,11 +258,14 @@ class Store:
         """One change, to be committed (with whatever else is waiting) by the writer."""
         if self.failed is not None:
             return  # nothing leaves any more; the server is going down
-        self.appended += 1
         gate = self.gate
-        gate.ticket = self.appended
+        ticket = gate.ticket = gate.ticket + 1
         gate.holding = True
-        self._enqueue(self.appended, list(ops))
+        self._enqueue(ticket, list(ops))
+
+    event_writer: journal.EventWriter | None = None
+    """Where the recorder commits a move itself, in compiled code, when the backend has one
+    (the journal's): ``submit_line`` is then its way only when that refuses."""
 
     takes_lines = False
     """Whether the recorder hands a move over as its line (``submit_line``) rather than as

@@ -59,7 +59,7 @@ import struct
 import sys
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 HEADER = struct.Struct("<IIQ")
@@ -203,6 +203,26 @@ class JournalFile:
         self._map[start - self._start : end - self._start] = record
         self.offset = end
 
+    def event(self, ticket: int, prefix: bytes, crc: int, line: bytes) -> None:
+        """``encode_event``'s record, written as ``write`` would, without making it first:
+        the header, then ``prefix`` (``event_prefix``: the game's, whose CRC-32 is ``crc``)
+        and ``line``, each copied into the mapping (one allocation fewer, and no copy of the
+        line into a record; a move's commonest change, on the loop)."""
+        size = len(prefix) + len(line)
+        start = self.offset
+        end = start + HEADER.size + size
+        if end > self._end:
+            self._slide(end)
+        m = self._map
+        assert m is not None
+        at = start - self._start
+        HEADER.pack_into(m, at, size, zlib.crc32(line, crc), ticket)
+        at += HEADER.size
+        m[at : at + len(prefix)] = prefix
+        at += len(prefix)
+        m[at : at + len(line)] = line
+        self.offset = end
+
     def _slide(self, end: int) -> None:
         if self._map is not None:
             self._map.close()
@@ -250,6 +270,93 @@ def encode_event(ticket: int, game_id: bytes, line: bytes) -> bytes:
     ``encode`` would cost in tuples, a ``str`` of the payload and ``marshal``, saved."""
     payload = b"%b%c%b%b" % (EVENT, len(game_id), game_id, line)
     return HEADER.pack(len(payload), zlib.crc32(payload), ticket) + payload
+
+
+def event_prefix(game_id: str) -> tuple[bytes, int]:
+    """What ``encode_event``'s payload starts with for ``game_id``, and its CRC-32: made once
+    per game (``EventWriter``), not per move."""
+    prefix = b"%b%c%b" % (EVENT, len(game_id), game_id.encode())
+    return prefix, zlib.crc32(prefix)
+
+
+class EventWriter:
+    """A game's event committed into the journal (``encode_event``'s record), the SQLite
+    store's commonest change (a move), here in compiled code from the recorder's call to
+    the copy into the file: the same steps as the store's ``submit_line`` and ``_write``
+    (the ticket, the copy, the commit's figures, the applier's note), which in the store's
+    Python cost about 4 us a move at the scale step, where every microsecond on the loop
+    shows about six times in the latency (``bench/README.md``). The store keeps what is
+    rare: it opens and rotates the file (``file``), books the note (``on_note``), and
+    takes any event this refuses (a change not yet committed, as after a failure).
+
+    ``gate`` is the store's ``server.batch.OutputGate``, which holds its tickets (typed
+    ``Any``: this file runs alone, with the standard library only)."""
+
+    def __init__(
+        self,
+        gate: Any,
+        bounds: Sequence[float],
+        on_note: Callable[[], None],
+        on_full: Callable[[], None],
+        on_error: Callable[[OSError], None],
+    ) -> None:
+        self.gate = gate
+        self.file: JournalFile | None = None
+        """The journal file events go to; ``None`` while there is none (before the store
+        opens, after it closes or fails, or between two files): ``write`` refuses."""
+        self.bounds = list(bounds)
+        """The commit-latency histogram's bounds (``server.store.base.COMMIT_BUCKETS``)."""
+        self.commits = 0
+        """Events committed since the store last took the figures (``take``)..."""
+        self.seconds = 0.0
+        """... the seconds they took ..."""
+        self.buckets = [0] * (len(self.bounds) + 1)
+        """... and how many fell under each bound."""
+        self.note_booked = False
+        """Whether the applier's note is booked already (the store's, shared with its own
+        writes): the first commit after a note books the next one (``on_note``)."""
+        self.on_note = on_note
+        self.on_full = on_full
+        self.on_error = on_error
+
+    def write(self, prefix: bytes, crc: int, line: bytes) -> bool:
+        """Commit event ``line`` of the game whose ``event_prefix`` is ``(prefix, crc)``;
+        False if the store must take it (nothing was done)."""
+        f = self.file
+        gate = self.gate
+        if f is None or gate.holding:
+            return False
+        started = time.perf_counter()
+        ticket = gate.ticket + 1
+        gate.ticket = ticket
+        try:
+            f.event(ticket, prefix, crc, line)
+        except OSError as exc:  # the disk has no room: fail-stop (the store's)
+            self.on_error(exc)
+            return True
+        gate.committed = ticket
+        seconds = time.perf_counter() - started
+        self.commits += 1
+        self.seconds += seconds
+        bounds = self.bounds
+        i = 0
+        while i < len(bounds) and seconds > bounds[i]:
+            i += 1
+        self.buckets[i] += 1
+        if not self.note_booked:
+            self.note_booked = True
+            self.on_note()
+        if f.offset >= ROTATE_BYTES:
+            self.on_full()
+        return True
+
+    def take(self) -> tuple[int, float, list[int]]:
+        """The figures since the last call: commits, seconds, and the histogram's counts."""
+        out = (self.commits, self.seconds, self.buckets)
+        self.commits = 0
+        self.seconds = 0.0
+        self.buckets = [0] * (len(self.bounds) + 1)
+        return out
 
 
 def parse_line(line: bytes) -> tuple[int, str, int | None, int, str, int]:

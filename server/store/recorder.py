@@ -125,6 +125,10 @@ class GameRecord:
     """The node that serves the game, when nodes share the store; then every change is
     fenced by ``owner`` and ``epoch`` (``server.store.base.FENCE``)."""
     epoch: int = 0
+    prefix: bytes = b""
+    """What the journal's record of each event of this game starts with, and its CRC-32
+    (``journal.event_prefix``: made at the first move)."""
+    prefix_crc: int = 0
     room_row: tuple[Any, ...] | None = None
     """The room's row as last written while this game is recorded (``_row_key``): at the
     game's end, the row needs no writing if it is still this one (the rows of a game's
@@ -224,6 +228,9 @@ class Recorder:
         a game has few distinct moves (Stacko 80 at most), and every move is recorded."""
         self.lines = store.takes_lines
         """Whether moves go to the store as their lines (``Store.submit_line``)."""
+        self.writer = store.event_writer
+        """Where a move's line is committed, if the store has one: a compiled call from
+        here, not the store's Python (``journal.EventWriter``)."""
         self.packs = store.packs_records
         """Whether a finished game's events go to the store as they are, for its writer to
         pack (``journal.FINISH_EVENTS_SQL``), rather than packed here."""
@@ -373,7 +380,14 @@ class Recorder:
             if line:
                 rec.seq += 1
                 rec.events += line
-                self.store.submit_line(rec.id, line)
+                writer = self.writer
+                if writer is None:
+                    self.store.submit_line(rec.id, line)
+                else:
+                    if not rec.prefix:
+                        rec.prefix, rec.prefix_crc = journal.event_prefix(rec.id)
+                    if not writer.write(rec.prefix, rec.prefix_crc, line):
+                        self.store.submit_line(rec.id, line)
                 self._logged()
                 return
         payload: dict[str, Any] = {}

@@ -70,7 +70,17 @@ from pathlib import Path
 from typing import Any
 
 from stacko.server.store import journal
-from stacko.server.store.base import Op, Store, StoreError, Waiters, fail_all, runs, wake
+from stacko.server.store.base import (
+    COMMIT_BUCKETS,
+    Op,
+    Store,
+    StoreError,
+    StoreStats,
+    Waiters,
+    fail_all,
+    runs,
+    wake,
+)
 from stacko.server.store.schema import MIGRATIONS, VERSION_TABLE, SchemaError, plan
 
 log = logging.getLogger("stacko.store")
@@ -170,6 +180,13 @@ class SQLiteStore(Store):
             raise ValueError("the journal writer commits without fsync: use --sync normal")
         self.writer = writer
         self.takes_lines = self.packs_records = writer == "journal"
+        self._events = journal.EventWriter(
+            self.gate, COMMIT_BUCKETS, self._book_note, self._rotate, self._write_failed
+        )
+        """The journal's commit of a move, compiled (``journal.EventWriter``): its file is
+        the journal's while there is one. It books the applier's note for every write."""
+        if writer == "journal":
+            self.event_writer = self._events
         self._conn: sqlite3.Connection | None = None
         self._pending: list[tuple[int, list[Op]]] = []
         self._scheduled = False
@@ -190,7 +207,6 @@ class SQLiteStore(Store):
         self._notes: int | None = None
         self._replies: int | None = None
         self._reply_buf = b""
-        self._note_booked = False
         self._note_timer: asyncio.TimerHandle | None = None
         self._applier: subprocess.Popen[bytes] | None = None
         self._stopping = False
@@ -307,6 +323,7 @@ class SQLiteStore(Store):
         self._jfile = journal.JournalFile(
             str(self.data_dir / journal.file_name(self._jgen, self.key))
         )
+        self._events.file = self._jfile
         notes_r, notes_w = os.pipe()
         replies_r, replies_w = os.pipe()
         try:
@@ -333,19 +350,28 @@ class SQLiteStore(Store):
         self._replies = replies_r
         self._loop.add_reader(replies_r, self._on_replies)
 
+    @property
+    def stats(self) -> StoreStats:
+        """The base's, with the moves ``journal.EventWriter`` committed since last read."""
+        s = super().stats
+        commits, seconds, buckets = self._events.take()
+        if commits:
+            s.commits += commits
+            s.changes += commits
+            s.statements += commits
+            s.batch_max = max(s.batch_max, 1)
+            s.commit_seconds += seconds
+            for i, n in enumerate(buckets):
+                s.commit_buckets[i] += n
+        return s
+
     def submit_line(self, game_id: str, line: bytes) -> None:
-        """A move, the commonest change: its line's record written at once (``_write``),
-        without the base's statement, ``marshal`` or gate holding frames (``submit``): the
-        write is done before this returns, so no frame can be sent while it waits. Each call
-        the base's way takes shows several times over in the scale step's latency
-        (``bench/README.md``, "The store's commit of a move made lean")."""
-        if self._jfile is None or self.failed is not None:  # not the journal, or closed
+        """A move, the commonest change, committed at once (``journal.EventWriter``, which
+        the recorder calls itself: this is for other callers), or the base's way when it
+        refuses (no journal file: closed, or another writer)."""
+        prefix, crc = journal.event_prefix(game_id)
+        if not self._events.write(prefix, crc, line):
             super().submit_line(game_id, line)
-            return
-        started = time.perf_counter()
-        self.appended = ticket = self.appended + 1
-        self.gate.ticket = ticket
-        self._write(ticket, journal.encode_event(ticket, game_id.encode(), line), 1, started)
 
     def _append(self, ticket: int, ops: list[Op]) -> None:
         """The journal writer's commit: the change's record, written whole."""
@@ -382,25 +408,30 @@ class SQLiteStore(Store):
             self._count_commit(1, statements, seconds)
             self.committed = ticket
             gate.holding = ticket < self.appended
-        if not self._note_booked:
-            self._note_booked = True
-            assert self._loop is not None
-            if NOTE_DELAY_S > 0:
-                self._note_timer = self._loop.call_later(NOTE_DELAY_S, self._send_note)
-            else:
-                self._loop.call_soon(self._send_note)
+        events = self._events
+        if not events.note_booked:
+            events.note_booked = True
+            self._book_note()
         if jfile.offset >= journal.ROTATE_BYTES:
             self._rotate()
+
+    def _book_note(self) -> None:
+        """The applier's note, ``NOTE_DELAY_S`` after the first change since the last."""
+        assert self._loop is not None
+        if NOTE_DELAY_S > 0:
+            self._note_timer = self._loop.call_later(NOTE_DELAY_S, self._send_note)
+        else:
+            self._loop.call_soon(self._send_note)
 
     def _rotate(self) -> None:
         """Start the next journal file (the applier deletes this one once it has it)."""
         assert self._jfile is not None
         self._jfile.close()
-        self._jfile = None
+        self._jfile = self._events.file = None
         self._jgen += 1
         try:
             path = self.data_dir / journal.file_name(self._jgen, self.key)
-            self._jfile = journal.JournalFile(str(path))
+            self._jfile = self._events.file = journal.JournalFile(str(path))
         except OSError as exc:
             log.critical("cannot start a new journal file in %s: %s", self.data_dir, exc)
             self._failed(exc)
@@ -408,7 +439,7 @@ class SQLiteStore(Store):
     def _send_note(self, want: bool = False) -> None:
         """Tell the applier how far to go (``NOTE_DELAY_S`` after a change, or at once
         for a read that waits: ``want``, the applier answers)."""
-        self._note_booked = False
+        self._events.note_booked = False
         if self._note_timer is not None:
             self._note_timer.cancel()
             self._note_timer = None
@@ -419,7 +450,7 @@ class SQLiteStore(Store):
             offset = 0 if self._jfile is None else self._jfile.offset
             os.write(notes, journal.NOTE.pack(self._jgen, offset, self.appended, want))
         except BlockingIOError:  # the applier is behind by a full pipe: say it again soon
-            self._note_booked = True
+            self._events.note_booked = True
             assert self._loop is not None
             self._note_timer = self._loop.call_later(NOTE_RETRY_S, self._send_note, want)
         except OSError:
@@ -487,8 +518,9 @@ class SQLiteStore(Store):
 
     async def _close_journal(self) -> None:
         self._stopping = True
-        if self._note_booked:
+        if self._events.note_booked:
             self._send_note()
+        self._events.file = None
         if self._jfile is not None:
             self._jfile.close()
             self._jfile = None

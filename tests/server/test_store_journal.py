@@ -524,3 +524,35 @@ async def test_the_applier_packs_a_finished_games_events(tmp_path):
     finally:
         await store.close()
     assert not make_store("sqlite", str(tmp_path / "d2"), writer="loop").packs_records
+
+
+async def test_a_moves_line_is_committed_by_the_event_writer_as_its_record(tmp_path):
+    """The recorder's commit of a move (``journal.EventWriter``, compiled) writes what
+    ``encode_event`` makes, commits it within the call, counts it on ``/metrics``, and
+    leaves a move to the store's general way while an earlier change is uncommitted."""
+    data = tmp_path / "data"
+    store = await opened(data)
+    try:
+        writer = store.event_writer
+        assert writer is not None and store._jfile is not None
+        before = store.stats.commits
+        start = store._jfile.offset
+        line = b'[1,"move",0,1,5,{"move":{"action":"draw"}}]\n'
+        prefix, crc = journal.event_prefix(gid(1))
+        assert writer.write(prefix, crc, line)
+        assert store.committed == store.appended == 1 and not store.holding
+        path = data / journal.file_name(store._jgen, store.key)
+        written = path.read_bytes()[start : store._jfile.offset]
+        assert written == journal.encode_event(1, gid(1).encode(), line)
+        assert store.stats.commits == before + 1
+
+        store.gate.holding = True  # as while a change waits for its commit
+        offset = store._jfile.offset
+        assert not writer.write(prefix, crc, line)
+        assert (store.appended, store._jfile.offset) == (1, offset)  # nothing done
+        store.gate.holding = False
+        store.submit_line(gid(1), line.replace(b"[1,", b"[2,"))  # the store's own call
+        assert store.committed == store.appended == 2
+        assert await store.fetch("SELECT count(*) FROM event_log") == [(2,)]
+    finally:
+        await store.close()

@@ -11,7 +11,6 @@ import pytest
 from stacko_wire import Client
 
 from stacko.server.store import make_store
-from stacko.server.store.base import Store
 from stacko.server.store.sqlite import SQLiteStore
 
 SMALL = {"tower": 3, "bricks": 8, "rounds": 2, "turn_cap": 6}
@@ -170,22 +169,26 @@ class StalledSQLite(SQLiteStore):
 
     def __init__(self, *a, **k) -> None:
         super().__init__(*a, **k)
-        self.stalled = False
+        self._stalled = False
         self.parked: list = []
+
+    @property
+    def stalled(self) -> bool:
+        return self._stalled
+
+    @stalled.setter
+    def stalled(self, value: bool) -> None:
+        # The journal's commit of a move (``journal.EventWriter``) copies it in within the
+        # recorder's call: no stall can come between. Without its file it refuses, and a
+        # move takes the general way, whose commit is ``_write``.
+        self._stalled = value
+        self._events.file = None if value else self._jfile
 
     def _enqueue(self, ticket, ops) -> None:
         if self.stalled and self.writer != "journal":
             self.parked.append((super()._enqueue, (ticket, ops)))
         else:
             super()._enqueue(ticket, ops)
-
-    def submit_line(self, game_id, line) -> None:
-        # The journal's lean commit of a move copies it in within the call: no stall can
-        # come between. Stalled, a move takes the general way, whose commit is ``_write``.
-        if self.stalled:
-            Store.submit_line(self, game_id, line)
-        else:
-            super().submit_line(game_id, line)
 
     def _write(self, *args) -> None:  # the journal's commit (a record, or a move's line)
         if self.stalled:
