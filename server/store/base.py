@@ -271,6 +271,10 @@ class Store:
     """Whether the recorder hands a move over as its line (``submit_line``) rather than as
     a statement: where the writer keeps the line as it is (the journal's)."""
 
+    cleans_log = False
+    """Whether a game's rows in the event log are deleted with its result, by the writer
+    (the journal's applier: ``journal.LogRows``), rather than by the recorder's compaction."""
+
     packs_records = False
     """Whether the recorder hands a finished game's events over unpacked, in
     ``journal.FINISH_EVENTS_SQL``: where the writer packs them off the loop (the journal's

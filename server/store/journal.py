@@ -108,6 +108,8 @@ RECORD_PARAM = 6
 """Where ``FINISH_SQL``'s parameters hold the record."""
 PACK_LEVEL = 1
 """zlib's fastest level: a game's events compress 4-6 x at it (the JSON repeats its keys)."""
+ENDED_LOG_SQL = "DELETE FROM event_log WHERE game_id = ? AND id > ?"
+"""Rows a compaction wrote again for a game that ended meanwhile (``Recorder.compact``)."""
 FENCE = "FENCE"
 """``server.store.base.FENCE``: a pseudo statement only PostgreSQL checks (defined here so
 that this file runs alone)."""
@@ -501,16 +503,68 @@ def position(conn: sqlite3.Connection, key: str = "") -> tuple[int, int]:
     return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
 
+class LogRows:
+    """The ids of each game's rows in the event log, as they were inserted (and, at a start,
+    as the log holds them: ``load``). ``apply`` deletes a game's rows in the transaction
+    that stores its result, which holds all its events: the log then holds about the games
+    in progress, and the server's compaction (``Recorder.compact``: every game in progress
+    written again and every older row deleted, at once) never comes due. At the scale run's
+    load it came every 45 s or so, and the applier's hundreds of thousands of deletes beside
+    the servers on two cores stalled every game for 0.1-0.6 s (``bench/README.md``). By id,
+    not by game, since the log has no index on its games (an index would cost every move's
+    insert)."""
+
+    def __init__(self) -> None:
+        self.by_game: dict[str, list[int]] = {}
+
+    @classmethod
+    def load(cls, conn: sqlite3.Connection) -> LogRows:
+        rows = cls()
+        for game_id, row_id in conn.execute("SELECT game_id, id FROM event_log ORDER BY id"):
+            rows.by_game.setdefault(game_id, []).append(row_id)
+        return rows
+
+    def inserted(self, conn: sqlite3.Connection, params: list[tuple[Any, ...]]) -> None:
+        """``params`` were just inserted by one ``executemany``, in one transaction: their
+        ids are consecutive (an integer primary key is the largest so far plus one), up to
+        the last one inserted."""
+        (last,) = conn.execute("SELECT last_insert_rowid()").fetchone()
+        first = int(last) - len(params) + 1
+        for i, row in enumerate(params):
+            self.by_game.setdefault(row[0], []).append(first + i)
+
+    def drop(self, conn: sqlite3.Connection, game_ids: Sequence[str]) -> None:
+        """Delete the rows of the games ``game_ids`` (ended: their record has them)."""
+        ids = [(i,) for g in game_ids for i in self.by_game.pop(g, ())]
+        if ids:
+            conn.executemany("DELETE FROM event_log WHERE id = ?", ids)
+
+
 def apply(
-    conn: sqlite3.Connection, batch: Sequence[Record], gen: int, offset: int, key: str = ""
+    conn: sqlite3.Connection,
+    batch: Sequence[Record],
+    gen: int,
+    offset: int,
+    key: str = "",
+    log: LogRows | None = None,
 ) -> int:
-    """``batch`` and the new position in one transaction; the statements it ran."""
+    """``batch`` and the new position in one transaction; the statements it ran. With
+    ``log``, a game's rows in the event log go with its result (``LogRows``)."""
     statements = 0
     conn.execute("BEGIN")
     try:
         for sql, rows in runs([(t, ops) for t, ops, _ in batch]):
             conn.executemany(sql, rows)
             statements += len(rows)
+            if log is None:
+                continue
+            if sql == LOG_SQL:
+                log.inserted(conn, rows)
+            elif sql == FINISH_SQL:  # (``decode`` made it of ``FINISH_EVENTS_SQL``)
+                log.drop(conn, [row[-1] for row in rows])
+            elif sql == ENDED_LOG_SQL:  # a compaction's rows of a game that had ended
+                for row in rows:
+                    log.by_game.pop(row[0], None)
         conn.execute(
             "INSERT INTO journal_position (journal, gen, offset) VALUES (?, ?, ?) "
             "ON CONFLICT (journal) DO UPDATE SET gen = excluded.gen, offset = excluded.offset",
@@ -546,13 +600,14 @@ def apply_all(
     gen: int,
     tally: Tally | None = None,
     key: str = "",
+    log: LogRows | None = None,
 ) -> None:
     """``records`` of generation ``gen``, ``APPLY_MAX_CHANGES`` a transaction, counted in
     ``tally`` if given."""
     for i in range(0, len(records), APPLY_MAX_CHANGES):
         part = records[i : i + APPLY_MAX_CHANGES]
         started = time.perf_counter()
-        apply(conn, part, gen, part[-1][2], key)
+        apply(conn, part, gen, part[-1][2], key, log)
         if tally is not None:
             tally.seconds += time.perf_counter() - started
             tally.changes += len(part)
@@ -573,6 +628,7 @@ def recover(conn: sqlite3.Connection, directory: str, key: str = "") -> tuple[in
     no other process writes the journal or applies it meanwhile."""
     gen, offset = position(conn, key)
     applied = 0
+    log = LogRows.load(conn)
     for g in generations(directory, key):
         path = os.path.join(directory, file_name(g, key))
         if g < gen:
@@ -580,7 +636,7 @@ def recover(conn: sqlite3.Connection, directory: str, key: str = "") -> tuple[in
             continue
         records = whole(path, offset if g == gen else 0)
         try:
-            apply_all(conn, records, g, None, key)
+            apply_all(conn, records, g, None, key, log)
         except (sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
             raise JournalError(
                 f"{path}: SQLite refused a change it holds ({exc}). If the disk is full or "
@@ -616,6 +672,7 @@ class Applier:
         self.reply = reply
         self.tally = Tally()
         self.answered = time.monotonic()
+        self.log = LogRows.load(conn)
 
     def answer(self, asked: bool) -> None:
         """Tell the server how far SQLite is, if it asked or has not heard for a while."""
@@ -629,7 +686,7 @@ class Applier:
         them wholly before it said so, and every file before ``gen`` is finished)."""
         while self.gen < gen:
             path = os.path.join(self.directory, file_name(self.gen, self.key))
-            apply_all(self.conn, whole(path, self.offset), self.gen, self.tally, self.key)
+            apply_all(self.conn, whole(path, self.offset), self.gen, self.tally, self.key, self.log)
             _finish_file(self.conn, self.directory, self.gen, self.key)
             self.gen += 1
             self.offset = 0
@@ -643,7 +700,7 @@ class Applier:
         if trouble or len(data) != end - self.offset:
             why = trouble or f"the file ends before byte {end}"
             raise JournalError(f"{path}: {why} at byte {self.offset + used}")
-        apply_all(self.conn, records, gen, self.tally, self.key)
+        apply_all(self.conn, records, gen, self.tally, self.key, self.log)
         self.offset = end
 
 

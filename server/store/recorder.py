@@ -162,7 +162,7 @@ LINE_CLOCKS = b'[%d,"%b",%d,%d,%d,{"move":%b,"clock_ms":%d,"deadline_ms":%d}]\n'
 """A move's line (``packed.line``) without clocks, and with them: ``(seq, kind, seat, ply,
 at_ms, move)``, then the mover's clock and the next deadline (``Recorder.record``)."""
 
-ENDED_LOG_SQL = "DELETE FROM event_log WHERE game_id = ? AND id > ?"
+ENDED_LOG_SQL = journal.ENDED_LOG_SQL
 """Rows a compaction wrote again for a game that ended meanwhile (``Recorder.compact``)."""
 
 MOVE_WIRES = 4_096
@@ -231,6 +231,9 @@ class Recorder:
         self.writer = store.event_writer
         """Where a move's line is committed, if the store has one: a compiled call from
         here, not the store's Python (``journal.EventWriter``)."""
+        self.cleans = store.cleans_log
+        """Whether the store deletes a game's log rows with its result (the journal's
+        applier: ``journal.LogRows``): they then count no more towards a compaction."""
         self.packs = store.packs_records
         """Whether a finished game's events go to the store as they are, for its writer to
         pack (``journal.FINISH_EVENTS_SQL``), rather than packed here."""
@@ -422,6 +425,8 @@ class Recorder:
             self._logged()
         else:
             self.live_events -= rec.held - 1
+            if self.cleans:
+                self.log_rows = max(0, self.log_rows - (rec.held - 1))
             self.live.pop(rec.id, None)
             packs = self.packs
             ops.append(

@@ -179,7 +179,7 @@ class SQLiteStore(Store):
         if writer == "journal" and sync == "full":
             raise ValueError("the journal writer commits without fsync: use --sync normal")
         self.writer = writer
-        self.takes_lines = self.packs_records = writer == "journal"
+        self.takes_lines = self.packs_records = self.cleans_log = writer == "journal"
         self._events = journal.EventWriter(
             self.gate, COMMIT_BUCKETS, self._book_note, self._rotate, self._write_failed
         )

@@ -129,3 +129,14 @@ async def test_store_phases_times_each_phase_of_a_game_both_ways() -> None:
             runs = res["runs_us"][mode][phase]
             assert len(runs) == 2 and all(v > 0 for v in runs), (phase, mode, runs)
         assert res[phase]["store_us"] == round(res[phase]["on_us"] - res[phase]["off_us"], 2)
+
+
+async def test_store_path_measures_the_store_per_move_both_ways() -> None:
+    """``bench/store.py``'s path rows (path, path_short, path_cold: only the rooms differ)."""
+    from bench import store as store_bench
+
+    res = await store_bench.path(games=30, batch=5, moves=60, rounds=2, options=store_bench.SHORT)
+    for mode in ("on", "off"):
+        runs = res["runs_us_per_move"][mode]
+        assert len(runs) == 2 and all(v > 0 for v in runs), (mode, runs)
+    assert res["store_us_per_move"] == round(res["on_us_per_move"] - res["off_us_per_move"], 2)

@@ -556,3 +556,34 @@ async def test_a_moves_line_is_committed_by_the_event_writer_as_its_record(tmp_p
         assert await store.fetch("SELECT count(*) FROM event_log") == [(2,)]
     finally:
         await store.close()
+
+
+async def test_a_games_log_rows_go_with_its_result(tmp_path):
+    """The applier deletes a game's rows in the event log in the transaction that stores its
+    result (``journal.LogRows``), also rows that were there before it started (a restart)."""
+    data = tmp_path / "data"
+    await (await opened(data)).close()
+    conn = sqlite3.connect(data / FILE_NAME, isolation_level=None)
+    logged = "SELECT game_id, seq FROM event_log ORDER BY id"
+
+    def log_row(gid: str, seq: int):  # as the recorder's (and a compaction's) are written
+        return (journal.LOG_SQL, (gid, seq, "move", 0, seq, "{}", 0))
+
+    try:
+        log = journal.LogRows()
+        first = [game_row(gid(1)), game_row(gid(2))]
+        moves = [log_row(gid(1), 1), log_row(gid(2), 1), log_row(gid(1), 2)]
+        journal.apply(conn, [(1, first, 0), (2, moves, 0)], 1, 0, log=log)
+        assert log.by_game == journal.LogRows.load(conn).by_game == {gid(1): [1, 3], gid(2): [2]}
+        journal.apply(conn, [(3, [finish_row(gid(1), EVENTS)], 0)], 1, 0, log=log)
+        assert conn.execute(logged).fetchall() == [(gid(2), 1)]
+        assert gid(1) not in log.by_game
+
+        again = journal.LogRows.load(conn)  # a restart: the rows as the log holds them
+        more = [log_row(gid(2), 2), finish_row(gid(2), EVENTS)]
+        journal.apply(conn, [(4, more, 0)], 1, 0, log=again)
+        assert conn.execute(logged).fetchall() == [] and again.by_game == {}
+        journal.apply(conn, [(5, [log_row(gid(3), 1)], 0)], 1, 0)  # no LogRows: kept
+        assert conn.execute(logged).fetchall() == [(gid(3), 1)]
+    finally:
+        conn.close()
