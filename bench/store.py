@@ -20,6 +20,10 @@
 6. path: the store's CPU per move in process (rooms, recorder, commits, rooms' rows and
    rematches; no sockets), on against off, alternating; path_short: the same with the
    scale run's short games, where a game's start and end cost as much as its moves;
+   path_cold: path_short with as many rooms as a server of the scale run holds (5,000), so
+   that each move finds its game's objects out of the CPU's caches, as there: the store's
+   cost per move about three times path_short's, in seconds and to within about 1 us
+   (the scale step's own figures need minutes, and move by more than that);
 7. held: memory per game in progress (tracemalloc), store on against off, alternating;
 8. phases: path_short's cost cut by what a game goes through (a move that ends nothing, the
    move that ends the game, the first rematch ask, the second, which starts the next game),
@@ -557,6 +561,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         progress(f"== the same with short games ({SHORT}), as in the scale run")
         n = 4000 if args.quick else 20_000
         res["path_short"] = await path(50, 20, n, 3 if args.quick else 6, SHORT)
+    if "path_cold" in only:
+        games = 1000 if args.quick else 5000
+        progress(f"== the same with {games} rooms (each move's game out of the caches)")
+        n = 12_000 if args.quick else 60_000
+        res["path_cold"] = await path(games, 20, n, 2 if args.quick else 4, SHORT)
     if "phases" in only:
         progress(f"== the store's cost by a game's phase ({SHORT}), on vs off")
         res["phases"] = await phases(
@@ -570,8 +579,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
 
 ALL = (
-    "saturation", "light", "disk", "recovery", "writes", "path", "path_short", "held", "phases",
-    "listing",
+    "saturation", "light", "disk", "recovery", "writes", "path", "path_short", "path_cold",
+    "held", "phases", "listing",
 )  # fmt: skip
 SHORT = {"turn_cap": 10, "rounds": 1}
 """``bench/run_all.py``'s scale run plays these (``SHORT_GAMES``): about 13 events a game."""
