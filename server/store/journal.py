@@ -539,6 +539,28 @@ class LogRows:
         if ids:
             conn.executemany("DELETE FROM event_log WHERE id = ?", ids)
 
+    def drop_ended(self, conn: sqlite3.Connection) -> int:
+        """Delete the rows of games that ended before an applier deleted them, in a
+        transaction of its own; how many games. A log written by a version before this one
+        kept them for its compaction, which no longer comes due (``Store.cleans_log``)."""
+        ended = [
+            game_id
+            for (game_id,) in conn.execute(
+                "SELECT DISTINCT e.game_id FROM event_log e JOIN games g ON g.id = e.game_id "
+                "WHERE g.status = 'finished'"
+            )
+        ]
+        if ended:
+            conn.execute("BEGIN")
+            try:
+                self.drop(conn, ended)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return len(ended)
+
 
 def apply(
     conn: sqlite3.Connection,
@@ -652,6 +674,7 @@ def recover(conn: sqlite3.Connection, directory: str, key: str = "") -> tuple[in
         # could not be applied): the next file starts a generation of its own, at 0.
         gen += 1
         apply(conn, [], gen, 0, key)
+    log.drop_ended(conn)
     return applied, gen
 
 

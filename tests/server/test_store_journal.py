@@ -587,3 +587,27 @@ async def test_a_games_log_rows_go_with_its_result(tmp_path):
         assert conn.execute(logged).fetchall() == [(gid(3), 1)]
     finally:
         conn.close()
+
+
+async def test_a_start_deletes_log_rows_an_earlier_version_left_for_finished_games(tmp_path):
+    """A log written before the applier deleted a game's rows with its result kept them for
+    the compaction, which no longer comes due: the start's recovery deletes them, and only
+    them (``LogRows.drop_ended``)."""
+    data = tmp_path / "data"
+    await (await opened(data)).close()
+    conn = sqlite3.connect(data / FILE_NAME, isolation_level=None)
+    try:  # as an earlier version left it: the rows applied without LogRows
+        ops = [game_row(gid(1)), game_row(gid(2)), log_row(gid(1), 1), log_row(gid(2), 1)]
+        journal.apply(conn, [(1, ops, 0), (2, [finish_row(gid(1), EVENTS)], 0)], 1, 0)
+        assert conn.execute("SELECT count(*) FROM event_log").fetchone() == (2,)
+    finally:
+        conn.close()
+    store = await opened(data)
+    try:
+        assert await store.fetch("SELECT game_id, seq FROM event_log") == [(gid(2), 1)]
+        assert await store.fetch("SELECT status FROM games ORDER BY id") == [
+            ("finished",),
+            ("playing",),
+        ]
+    finally:
+        await store.close()
