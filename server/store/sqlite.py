@@ -49,8 +49,10 @@ Three writers (``writer``):
   commits, and hands the newest ticket back to the loop (``call_soon_threadsafe``), which
   releases the held frames.
 
-``STACKO_STORE_WRITER=journal|loop|thread`` overrides the choice, and
-``STACKO_JOURNAL_NOTE_S`` the applier's ``NOTE_DELAY_S`` (for benchmarks).
+``STACKO_STORE_WRITER=journal|loop|thread`` overrides the choice,
+``STACKO_JOURNAL_NOTE_S`` the applier's ``NOTE_DELAY_S`` (for benchmarks), and
+``STACKO_JOURNAL_APPLIER_IDLE=0`` keeps the applier at normal priority
+(``journal.lower_priority``).
 """
 
 from __future__ import annotations

@@ -611,3 +611,23 @@ async def test_a_start_deletes_log_rows_an_earlier_version_left_for_finished_gam
         ]
     finally:
         await store.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+@pytest.mark.parametrize("idle", ["", "0"])
+async def test_the_applier_runs_only_on_an_idle_cpu_unless_told_not_to(tmp_path, monkeypatch, idle):
+    """Nothing a player waits for waits for the applier: it takes ``SCHED_IDLE``
+    (``journal.lower_priority``), and ``STACKO_JOURNAL_APPLIER_IDLE=0`` keeps it normal."""
+    if idle:
+        monkeypatch.setenv(journal.IDLE_ENV, idle)
+    else:
+        monkeypatch.delenv(journal.IDLE_ENV, raising=False)
+    store = await opened(tmp_path / "data")
+    try:
+        store.submit([game_row(gid(1))])
+        # a read waits for the applier's answer: it set its policy before serving
+        assert await store.fetch("SELECT count(*) FROM games") == [(1,)]
+        policy = os.sched_getscheduler(store._applier.pid)
+        assert policy == (os.SCHED_OTHER if idle else os.SCHED_IDLE)
+    finally:
+        await store.close()
