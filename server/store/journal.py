@@ -49,6 +49,7 @@ stops: fail-stop, like a failed commit).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import marshal
 import mmap
 import os
@@ -110,6 +111,14 @@ PACK_LEVEL = 1
 """zlib's fastest level: a game's events compress 4-6 x at it (the JSON repeats its keys)."""
 ENDED_LOG_SQL = "DELETE FROM event_log WHERE game_id = ? AND id > ?"
 """Rows a compaction wrote again for a game that ended meanwhile (``Recorder.compact``)."""
+FINISHED_LOG_SQL = (
+    "DELETE FROM event_log WHERE (SELECT status FROM games WHERE id = event_log.game_id) "
+    "= 'finished'"
+)
+"""Log rows of games that ended before an applier deleted them (``LogRows``), run at a
+start's recovery: a log written by a version before it kept them for the compaction, which
+no longer comes due (``Store.cleans_log``). A walk of the log (about the games in progress)
+with a lookup of each row's game by its key."""
 FENCE = "FENCE"
 """``server.store.base.FENCE``: a pseudo statement only PostgreSQL checks (defined here so
 that this file runs alone)."""
@@ -539,28 +548,6 @@ class LogRows:
         if ids:
             conn.executemany("DELETE FROM event_log WHERE id = ?", ids)
 
-    def drop_ended(self, conn: sqlite3.Connection) -> int:
-        """Delete the rows of games that ended before an applier deleted them, in a
-        transaction of its own; how many games. A log written by a version before this one
-        kept them for its compaction, which no longer comes due (``Store.cleans_log``)."""
-        ended = [
-            game_id
-            for (game_id,) in conn.execute(
-                "SELECT DISTINCT e.game_id FROM event_log e JOIN games g ON g.id = e.game_id "
-                "WHERE g.status = 'finished'"
-            )
-        ]
-        if ended:
-            conn.execute("BEGIN")
-            try:
-                self.drop(conn, ended)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        return len(ended)
-
 
 def apply(
     conn: sqlite3.Connection,
@@ -674,7 +661,7 @@ def recover(conn: sqlite3.Connection, directory: str, key: str = "") -> tuple[in
         # could not be applied): the next file starts a generation of its own, at 0.
         gen += 1
         apply(conn, [], gen, 0, key)
-    log.drop_ended(conn)
+    conn.execute(FINISHED_LOG_SQL)
     return applied, gen
 
 
@@ -731,8 +718,8 @@ IDLE_ENV = "STACKO_JOURNAL_APPLIER_IDLE"
 """``0`` keeps the applier at the scheduler's normal policy (``lower_priority``)."""
 
 
-def lower_priority() -> bool:
-    """Run only when the CPU has nothing else to run (Linux ``SCHED_IDLE``); whether it does.
+def lower_priority() -> None:
+    """Run only when the CPU has nothing else to run (Linux ``SCHED_IDLE``).
     Nothing a player waits for waits for the applier (a change is committed once it is in
     the journal), so it should not take a core from the servers and clients: at normal
     priority each of its transactions, woken every ``NOTE_DELAY_S``, preempted a server for
@@ -742,12 +729,9 @@ def lower_priority() -> bool:
     backlog is applied, later; reads that wait for it wait longer only on a saturated
     machine."""
     if os.environ.get(IDLE_ENV, "1") == "0" or not hasattr(os, "SCHED_IDLE"):
-        return False
-    try:
+        return
+    with contextlib.suppress(OSError):  # not allowed here: the normal policy, as before
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except OSError:
-        return False
-    return True
 
 
 def _serve(args: argparse.Namespace) -> None:

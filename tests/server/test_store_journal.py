@@ -28,12 +28,8 @@ def game_row(gid: str, n: int = 0):
     )
 
 
-def log_row(gid: str, seq: int):
-    return (
-        "INSERT INTO event_log (game_id, seq, kind, seat, ply, payload, at_ms) "
-        "VALUES (?, ?, 'move', 0, ?, '{}', 0)",
-        (gid, seq, seq),
-    )
+def log_row(gid: str, seq: int):  # as the recorder's (and a compaction's) are written
+    return (journal.LOG_SQL, (gid, seq, "move", 0, seq, "{}", 0))
 
 
 def gid(i: int) -> str:
@@ -565,10 +561,6 @@ async def test_a_games_log_rows_go_with_its_result(tmp_path):
     await (await opened(data)).close()
     conn = sqlite3.connect(data / FILE_NAME, isolation_level=None)
     logged = "SELECT game_id, seq FROM event_log ORDER BY id"
-
-    def log_row(gid: str, seq: int):  # as the recorder's (and a compaction's) are written
-        return (journal.LOG_SQL, (gid, seq, "move", 0, seq, "{}", 0))
-
     try:
         log = journal.LogRows()
         first = [game_row(gid(1)), game_row(gid(2))]
@@ -592,7 +584,7 @@ async def test_a_games_log_rows_go_with_its_result(tmp_path):
 async def test_a_start_deletes_log_rows_an_earlier_version_left_for_finished_games(tmp_path):
     """A log written before the applier deleted a game's rows with its result kept them for
     the compaction, which no longer comes due: the start's recovery deletes them, and only
-    them (``LogRows.drop_ended``)."""
+    them (``journal.FINISHED_LOG_SQL``)."""
     data = tmp_path / "data"
     await (await opened(data)).close()
     conn = sqlite3.connect(data / FILE_NAME, isolation_level=None)
