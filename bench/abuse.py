@@ -35,7 +35,7 @@ from the pair's 127.0.0.1), does its worst within the documented limits:
   address asks over HTTP, at its ``/api/*`` rate limit (10 a second), for their replays
   (``/api/games/{id}/replay?seat=0|1|all``), records and texts in turn, 200 distinct answers
   of 0.1-1 MB, more than the record cache holds (16 MiB): nearly every answer is built
-  afresh, in a thread beside the event loop.
+  afresh, in the server's record worker process (``server.recordworker``).
 
 Per row: the pair's move-to-opponent p50/p99 without and with the abuse, the server's RSS
 growth (peak while abused, less before) per abusive connection, whether the abuser was

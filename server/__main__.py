@@ -24,7 +24,9 @@ from stacko.server.store import StoreError, make_store
 RETENTION_INTERVAL_S = 3600.0
 SWITCH_INTERVAL_S = 0.0005
 """How long the event loop may wait for the GIL while another thread of the process runs
-Python (a record or replay built for ``/api/games``, a store read): CPython's default is 5 ms,
+Python (a store read; records and replays for ``/api/games`` were built in a thread when this
+was measured, and are built in a process of their own now, ``server.recordworker``):
+CPython's default is 5 ms,
 and every wait delays every game's frames. Measured with ``bench/abuse.py --only replays``
 (one address asking for uncached replays of long games at its rate limit; alternating runs on
 a loaded machine, 12:25-12:31 UTC): the pair's p95 / p99 in another room went from 4.7 / 6.3

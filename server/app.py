@@ -26,7 +26,7 @@ from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.http11 import Request, Response
 
-from stacko.server import players, records, static
+from stacko.server import players, records, recordworker, static
 from stacko.server.accountlink import AccountLink
 from stacko.server.accounts import Accounts
 from stacko.server.apilimit import ApiLimit, too_many
@@ -154,6 +154,9 @@ class Server:
         """Games in progress rebuilt from the store at start."""
         self.record_cache = records.RecordCache(self.config.record_cache_bytes)
         """Built answers of ``/api/games/{id}`` (``--record-cache-bytes``)."""
+        self.record_worker = recordworker.WORKER
+        """Where they are built (``server.recordworker``: held from ``start`` to ``shutdown``)."""
+        self._worker_held = False
         self.failure: asyncio.Future[BaseException] | None = None
         """Resolves if the store fails: the process must stop (``__main__`` exits 1)."""
         self.accounts: Accounts | None = None
@@ -220,6 +223,9 @@ class Server:
         if self.bot_pool is not None and not self._pool_held:
             acquire(self.bot_pool)
             self._pool_held = True
+        if not self._worker_held:
+            recordworker.acquire(self.record_worker)
+            self._worker_held = True
         self.failure = asyncio.get_running_loop().create_future()
         if self.store is not None:  # before listening: nobody sees a game before it is back
             await self.store.open()
@@ -304,6 +310,9 @@ class Server:
         if self.bot_pool is not None and self._pool_held:
             self._pool_held = False
             await release(self.bot_pool)
+        if self._worker_held:
+            self._worker_held = False
+            await recordworker.release(self.record_worker)
         if store is not None:
             await store.close()
 
@@ -375,7 +384,7 @@ class Server:
             if wait:
                 return too_many(ws, wait)
         if path == records.PREFIX or path.startswith(records.PREFIX + "/"):
-            return records.handle(self.store, ws, request, self.record_cache)
+            return records.handle(self.store, ws, request, self.record_cache, self.record_worker)
         if players.handles(path):
             return players.handle(self.accounts, ws, request)
         response = self._plain(ws, request, path)

@@ -127,16 +127,33 @@ priority took CPU time from the event loop every room waits on; a decision has a
 a fallback move, the loop has neither (``bench/abuse.py`` ``bot_rooms``)."""
 
 
-def _quiet_worker(server_pid: int = 0) -> None:
+def quiet_worker(server_pid: int = 0) -> None:
     """A Ctrl-C reaches the whole process group: the server stops its workers itself
-    (``PoolThinker.shutdown``), so they ignore it instead of each printing a traceback.
-    And the loop comes first (``WORKER_NICENESS``). And the worker ends with the server
-    (``_exit_with``)."""
+    (``PoolThinker.shutdown``, ``RecordWorker.shutdown``), so they ignore it instead of each
+    printing a traceback. And the loop comes first (``WORKER_NICENESS``). And the worker ends
+    with the server (``_exit_with``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICENESS)
     if server_pid:
         _exit_with(server_pid)
+
+
+PRELOAD = [
+    "stacko.bots.registry", "stacko.bots.stacko_bots", "stacko.bots.stakko_bots",
+    "stacko.server.records",
+]  # fmt: skip
+"""What the fork server imports once, for every worker it forks: the bots, and what builds
+record answers (``server.recordworker``)."""
+
+
+def worker_context() -> multiprocessing.context.ForkServerContext:
+    """The context of every worker process (bots, records): ``forkserver``, as forking the
+    server itself (threads, sockets, an event loop) is unsafe, and spawning would import
+    everything per worker; the fork server imports ``PRELOAD`` once and forks from that."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
 
 
 def _exit_with(pid: int) -> None:
@@ -250,17 +267,10 @@ class PoolThinker:
 
     def executor(self) -> concurrent.futures.ProcessPoolExecutor:
         """The executor, made if there is none (it forks no worker yet: its first ``submit``
-        does, blocking; ``start_soon`` does that in a thread). ``forkserver``: forking the
-        server itself (threads, sockets, an event loop) is unsafe, and spawning would import
-        everything per worker; the fork server imports the bots once and forks workers from
-        that."""
+        does, blocking; ``start_soon`` does that in a thread), in ``worker_context``."""
         if self._executor is None:
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(
-                ["stacko.bots.registry", "stacko.bots.stacko_bots", "stacko.bots.stakko_bots"]
-            )
             self._executor = concurrent.futures.ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=ctx, initializer=_quiet_worker,
+                max_workers=self.workers, mp_context=worker_context(), initializer=quiet_worker,
                 initargs=(os.getpid(),),
             )  # fmt: skip
         return self._executor

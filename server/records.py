@@ -14,7 +14,6 @@ exactly what the live state frames carried. Bad ids and filters are ``400``; eve
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import datetime
 import http
@@ -30,6 +29,8 @@ from stacko.engine.games import GAMES
 from stacko.protocol.games import CODECS
 from stacko.protocol.messages import name_problem
 from stacko.server.hub import ROOM_ALPHABET, ROOM_CODE_LENGTH
+from stacko.server.recordworker import RecordWorker
+from stacko.server.store import packed
 from stacko.server.store.base import (
     RESULTS,
     Filters,
@@ -351,16 +352,11 @@ class RecordCache:
             self.bytes -= len(gone)
 
 
-DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
-"""The default of ``--record-cache-bytes``."""
-
-_default_cache = RecordCache(DEFAULT_CACHE_BYTES)
-
-
-def _build(row: tuple[Any, ...], rows: list[tuple[Any, ...]], what: str) -> bytes:
-    """One answer for a finished game, in a worker thread: replaying a long game must not
-    hold the event loop."""
-    rec = GameReplay(row, rows)
+def build(row: tuple[Any, ...], stored: bytes | list[tuple[Any, ...]], what: str) -> bytes:
+    """One answer for a finished game (``stored``: ``Store.stored_events``), in the record
+    worker's process (``server.recordworker``): replaying a long game must not hold the
+    server's event loop, its GIL or its collector."""
+    rec = GameReplay(row, packed.unpack(stored) if isinstance(stored, bytes) else stored)
     if what == "json":
         return orjson.dumps(rec.record())
     if what == "txt":
@@ -386,7 +382,11 @@ def _body(ws: ServerConnection, body: bytes, content_type: str) -> Response:
 
 
 async def handle(
-    store: Store | None, ws: ServerConnection, request: Request, cache: RecordCache | None = None
+    store: Store | None,
+    ws: ServerConnection,
+    request: Request,
+    cache: RecordCache,
+    worker: RecordWorker,
 ) -> Response:
     method = request.method
     try:
@@ -394,7 +394,7 @@ async def handle(
             raise BadRequest(
                 http.HTTPStatus.METHOD_NOT_ALLOWED, "use_get", f"{PREFIX} takes GET, not {method}"
             )
-        response = await _route(store, ws, request, _default_cache if cache is None else cache)
+        response = await _route(store, ws, request, cache, worker)
     except BadRequest as e:
         response = _error(ws, e)
     return fit_method(response, method, "GET, HEAD")
@@ -411,7 +411,11 @@ def fit_method(response: Response, method: str, allow: str) -> Response:
 
 
 async def _route(
-    store: Store | None, ws: ServerConnection, request: Request, cache: RecordCache
+    store: Store | None,
+    ws: ServerConnection,
+    request: Request,
+    cache: RecordCache,
+    worker: RecordWorker,
 ) -> Response:
     parts = urlsplit(request.path)
     path = parts.path
@@ -456,8 +460,7 @@ async def _route(
     key = (game_id, what)
     body = cache.get(key)
     if body is None:
-        rows = await store.events(game_id)
-        body = await asyncio.to_thread(_build, row, rows, what)
+        body = await worker.run(build, row, await store.stored_events(game_id), what)
         cache.put(key, body)
     return _body(ws, body, ctype)
 

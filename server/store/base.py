@@ -384,9 +384,16 @@ class Store:
         ``games.record`` (``payload`` a dict; schema 6) or, if it ended before schema 6,
         from ``events``; a game in progress's from the log (a walk of the log: for a rare
         reader, such as a node taking a game over, never per request)."""
+        found = await self.stored_events(game_id)
+        return packed.unpack(found) if isinstance(found, bytes) else found
+
+    async def stored_events(self, game_id: str) -> bytes | list[tuple[Any, ...]]:
+        """``events`` as stored: a finished game's packed record as it is (``bytes``, for
+        ``packed.unpack``: unpacking a long game's is a millisecond, which a reader off the
+        loop can take, ``server.recordworker``), else the rows."""
         found = await self.fetch("SELECT record FROM games WHERE id = ?", (game_id,))
         if found and found[0][0] is not None:
-            return packed.unpack(found[0][0])
+            return bytes(found[0][0])
         rows = await self.fetch(
             "SELECT seq, kind, seat, ply, payload, at_ms FROM events WHERE game_id = ? "
             "ORDER BY seq",

@@ -5,6 +5,8 @@ Each test runs on a SQLite file and on a throwaway PostgreSQL cluster (``store_k
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 
 import orjson
 import pytest
@@ -386,6 +388,45 @@ async def test_record_answers_are_cached_within_record_cache_bytes(make_harness,
         assert h.server.record_cache.bytes <= 6000
     assert sum(sizes.values()) > 6000  # the bound did drop answers
     assert 0 < len(h.server.record_cache) < 4
+
+
+async def test_record_answers_are_built_in_a_worker_process_which_a_kill_does_not_stop(
+    make_harness, tmp_path
+):
+    """A replay's build (megabytes of views for a long game) runs in the record worker, at
+    the bot workers' lower priority, not beside the server's loop; its bytes are those built
+    here; a worker killed (kill -9, the OOM killer) is replaced and the request answered."""
+    from stacko.server import botpool, records
+
+    h = await make_harness(store=make_store("sqlite", str(tmp_path / "d")))
+    g = await h.game(SMALL)
+    await g.play_out()
+    await h.server.store.flush()
+    (gid,) = await finished_ids(h)
+    worker = h.server.record_worker
+    status, _, body = await http(h.server.port, f"/api/games/{gid}/replay?seat=0")
+    assert status == 200
+    pid = worker.pid
+    assert pid is not None and pid != os.getpid()
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, ours + botpool.WORKER_NICENESS)
+    store = h.server.store
+    row, stored = await store.game(gid), await store.stored_events(gid)
+    assert isinstance(stored, bytes)  # the packed record goes over, unpacked in the worker
+    assert body == records.build(row, stored, "0")
+
+    os.kill(pid, signal.SIGKILL)
+    status, _, body = await http(h.server.port, f"/api/games/{gid}/replay?seat=1")
+    assert status == 200 and body == records.build(row, stored, "1")
+    new = worker.pid
+    assert new is not None and new != pid
+
+    await h.server.shutdown()  # the last server holding the worker stops it
+    assert worker.pid is None and worker.users == 0
+    with pytest.raises(ProcessLookupError):
+        for _ in range(100):
+            os.kill(new, 0)
+            await asyncio.sleep(0.05)
 
 
 async def test_waiting_and_finished_rooms_come_back_after_a_restart(make_harness, store_spec):
