@@ -224,7 +224,7 @@ class Server:
             acquire(self.bot_pool)
             self._pool_held = True
         if not self._worker_held:
-            recordworker.acquire(self.record_worker)
+            acquire(self.record_worker)
             self._worker_held = True
         self.failure = asyncio.get_running_loop().create_future()
         if self.store is not None:  # before listening: nobody sees a game before it is back
@@ -312,7 +312,7 @@ class Server:
             await release(self.bot_pool)
         if self._worker_held:
             self._worker_held = False
-            await recordworker.release(self.record_worker)
+            await release(self.record_worker)
         if store is not None:
             await store.close()
 

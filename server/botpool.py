@@ -44,7 +44,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import Any, Protocol
 
 from stacko.server.compiled import MODULES
 
@@ -443,11 +443,20 @@ def shared_pool(workers: int) -> PoolThinker:
     return pool
 
 
-def acquire(pool: PoolThinker) -> None:
+class Shared(Protocol):
+    """Workers shared by the servers of a process (``PoolThinker``, and the record worker:
+    ``server.recordworker``), held by each from its start to its stop."""
+
+    users: int
+
+    def shutdown(self) -> None: ...
+
+
+def acquire(pool: Shared) -> None:
     pool.users += 1
 
 
-async def release(pool: PoolThinker) -> None:
+async def release(pool: Shared) -> None:
     """The last user's release stops the workers (in a thread: joining them blocks)."""
     pool.users -= 1
     if pool.users <= 0:

@@ -8,10 +8,11 @@ to 1.1-1.5 ms (``bench/abuse.py`` ``replays``). In a process of its own, at the 
 lower priority (``botpool.WORKER_NICENESS``), the server only hands over the stored record
 (a few KB, packed) and copies the answer back.
 
-One worker per server process, shared by every ``Server`` in it (as the bot pool is): started
-in a thread at the first request (a server nobody asks for records never forks it), and
-stopped with the last server that holds it (``acquire`` / ``release``). A worker that dies
-(``kill``, out of memory) is replaced, and the request it failed is tried once more.
+One worker per server process, shared by every ``Server`` in it (as the bot pool is):
+started in a thread at the first request (a server nobody asks for records never forks it),
+and stopped with the last server that holds it (``botpool.acquire`` / ``release``). A worker
+that dies (``kill``, out of memory) is replaced, and the request it failed is tried once
+more.
 """
 
 from __future__ import annotations
@@ -43,27 +44,31 @@ class RecordWorker:
 
     def __init__(self) -> None:
         self._executor: ProcessPoolExecutor | None = None
-        self._lock = threading.Lock()
+        self._lifecycle = threading.Lock()
         """Held while the worker starts or stops (both block: in a thread, never on a loop)."""
+        self._state = threading.Lock()
+        """Guards ``_executor`` and ``pid`` (held for microseconds: a loop may take it)."""
         self.users = 0
         self.pid: int | None = None
         """The worker's pid while it runs."""
 
     def _start(self) -> ProcessPoolExecutor:
         """In a thread: the executor and its one worker, forked through the fork server."""
-        with self._lock:
+        with self._lifecycle:
             executor = self._executor
-            if executor is None:
-                executor = ProcessPoolExecutor(
-                    max_workers=1, mp_context=botpool.worker_context(),
-                    initializer=botpool.quiet_worker, initargs=(os.getpid(),),
-                )  # fmt: skip
-                try:
-                    self.pid = executor.submit(_ready).result(timeout=botpool.START_TIMEOUT_S)
-                except BaseException:
-                    executor.shutdown(wait=False, cancel_futures=True)
-                    raise
-                self._executor = executor
+            if executor is not None:  # another request started it meanwhile
+                return executor
+            executor = ProcessPoolExecutor(
+                max_workers=1, mp_context=botpool.worker_context(),
+                initializer=botpool.quiet_worker, initargs=(os.getpid(),),
+            )  # fmt: skip
+            try:
+                pid = executor.submit(_ready).result(timeout=botpool.START_TIMEOUT_S)
+            except BaseException:
+                executor.shutdown(wait=False, cancel_futures=True)
+                raise
+            with self._state:
+                self._executor, self.pid = executor, pid
             return executor
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -81,7 +86,9 @@ class RecordWorker:
         raise AssertionError("unreachable")
 
     def _discard(self, executor: ProcessPoolExecutor) -> None:
-        with self._lock:
+        """Drop a broken executor (on the loop: only the state lock, never the lifecycle's,
+        which a start holds while it forks)."""
+        with self._state:
             if self._executor is executor:
                 self._executor = None
                 self.pid = None
@@ -90,32 +97,22 @@ class RecordWorker:
 
     def shutdown(self) -> None:
         """Stop the worker and wait for it (blocking: call it off the loop)."""
-        with self._lock:
-            executor, self._executor = self._executor, None
-            self.pid = None
-        if executor is None:
-            return
-        workers = list((getattr(executor, "_processes", None) or {}).values())
-        executor.shutdown(wait=False, cancel_futures=True)
-        for worker in workers:  # a long build is cut short: the server is going away
-            worker.terminate()
-        executor.shutdown(wait=True)
+        with self._lifecycle:
+            with self._state:
+                executor, self._executor = self._executor, None
+                self.pid = None
+            if executor is None:
+                return
+            # No public way to reach the worker before Python 3.14 (``terminate_workers``).
+            workers = list((getattr(executor, "_processes", None) or {}).values())
+            executor.shutdown(wait=False, cancel_futures=True)
+            for worker in workers:  # a long build is cut short: the server is going away
+                worker.terminate()
+            executor.shutdown(wait=True)
 
 
 WORKER = RecordWorker()
-"""The process's record worker."""
-
-
-def acquire(worker: RecordWorker) -> None:
-    worker.users += 1
-
-
-async def release(worker: RecordWorker) -> None:
-    """The last user's release stops the worker (in a thread: joining it blocks)."""
-    worker.users -= 1
-    if worker.users <= 0:
-        worker.users = 0
-        await asyncio.to_thread(worker.shutdown)
+"""The process's record worker (held by each server: ``botpool.acquire`` / ``release``)."""
 
 
 @atexit.register
