@@ -120,6 +120,28 @@ def test_the_full_runs_scale_rows_judge_the_store_against_the_off_runs_spread():
     assert rows([0.6], [0.55]) == []  # a single pair (the quick run) says nothing
 
 
+def test_the_scale_rows_leave_out_an_off_run_that_something_else_disturbed():
+    """An off run whose servers used as much CPU as its pair's on run did not run alone (the
+    same load without the store is less work): its figures cannot vouch for the store."""
+    from bench.run_all import scale_noise_rows
+
+    # The fourteenth session's full run: the second off run's servers used 0.934 cores.
+    runs = [
+        {"store": True, "cpu_util": 0.902, "p50_ms": 1.5229, "p99_ms": 7.698},
+        {"store": False, "cpu_util": 0.775, "p50_ms": 1.0562, "p99_ms": 4.5168},
+        {"store": True, "cpu_util": 0.896, "p50_ms": 1.5227, "p99_ms": 11.186},
+        {"store": False, "cpu_util": 0.934, "p50_ms": 1.9235, "p99_ms": 25.1069},
+    ]
+    out: list[tuple[str, str, bool | None]] = []
+    scale_noise_rows(runs, lambda name, value, e, r, target, ok: out.append((name, value, ok)))
+    assert [ok for _, _, ok in out] == [False, False]  # against the first off run alone
+    assert "off run 2 left out: server CPU 0.934 >= on 0.896" in out[0][1]
+    runs[1]["cpu_util"] = 0.95  # both disturbed: no verdict either way
+    out.clear()
+    scale_noise_rows(runs, lambda name, value, e, r, target, ok: out.append((name, value, ok)))
+    assert [ok for _, _, ok in out] == [None, None]
+
+
 async def test_store_phases_times_each_phase_of_a_game_both_ways() -> None:
     from bench import store as store_bench
 
