@@ -8,7 +8,8 @@
 Only finished games are served: a game in progress is ``404`` like an unknown id, so nothing
 here can show what a seat or spectator may not see yet (a finished game reveals everything).
 Replay views are built by the engine's own ``view(seat)`` and the codec's ``view_to_wire``:
-exactly what the live state frames carried. Bad ids and filters are ``400``; every error is
+exactly what the live state frames carried. Bad ids and filters are ``400``; a stored record
+that cannot be read is ``500`` (``record_unreadable``); every error is
 ``{"error": {"code": ..., "message": ...}}``.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import collections
 import datetime
 import http
+import logging
 import re
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -40,6 +42,8 @@ from stacko.server.store.base import (
     is_game_id,
 )
 from stacko.server.store.recorder import Event, Replay, events_from_rows, options_of
+
+log = logging.getLogger("stacko.records")
 
 PREFIX = "/api/games"
 MAX_LIMIT = 100
@@ -460,7 +464,15 @@ async def _route(
     key = (game_id, what)
     body = cache.get(key)
     if body is None:
-        body = await worker.run(build, row, await store.stored_events(game_id), what)
+        stored = await store.stored_events(game_id)
+        try:
+            body = await worker.run(build, row, stored, what)
+        except Exception:  # a stored record that cannot be read or replayed (or a bug)
+            log.exception("the record of game %s could not be built (%s)", game_id, what)
+            raise BadRequest(
+                http.HTTPStatus.INTERNAL_SERVER_ERROR, "record_unreadable",
+                f"the record of game {game_id} could not be read; the server's log says why",
+            ) from None  # fmt: skip
         cache.put(key, body)
     return _body(ws, body, ctype)
 

@@ -429,6 +429,23 @@ async def test_record_answers_are_built_in_a_worker_process_which_a_kill_does_no
             await asyncio.sleep(0.05)
 
 
+async def test_a_stored_record_that_cannot_be_read_is_a_json_500(make_harness, tmp_path):
+    """A corrupt ``games.record`` (a disk, a hand edit) answers the JSON error every other
+    error of ``/api/games`` is, with its own code; the worker and the other games go on."""
+    h = await make_harness(store=make_store("sqlite", str(tmp_path / "d")))
+    for _ in range(2):
+        await (await h.game(SMALL)).play_out()
+    store = h.server.store
+    await store.flush()
+    bad, good = await finished_ids(h)
+    await store.execute([("UPDATE games SET record = ? WHERE id = ?", (b"not a record", bad))])
+    for suffix in ("", ".txt", "/replay?seat=0"):
+        status, body = await get_json(h.server.port, f"/api/games/{bad}{suffix}")
+        assert status == 500 and body["error"]["code"] == "record_unreadable", body
+    status, body = await get_json(h.server.port, f"/api/games/{good}")
+    assert status == 200 and body["id"] == good
+
+
 async def test_waiting_and_finished_rooms_come_back_after_a_restart(make_harness, store_spec):
     """A private room waiting for the friend who has its code, and a finished room waiting
     for a rematch, are back after a restart with their codes and seats; their players'
