@@ -3,10 +3,11 @@
 A replay of a long game is up to megabytes of JSON made from thousands of views. Built in a
 thread of the server, it held the GIL in slices between the loop's turns and left its garbage
 to the server's collector, and the moves of every room waited behind both: with one address
-asking for replays at its ``/api/*`` rate limit, the other players' p95 went from 0.7-0.8 ms
-to 1.1-1.5 ms (``bench/abuse.py`` ``replays``). In a process of its own, at the bot workers'
-lower priority (``botpool.WORKER_NICENESS``), the server only hands over the stored record
-(a few KB, packed) and copies the answer back.
+asking for replays at its ``/api/*`` rate limit, the other players' p95 went from 0.6-0.7 ms
+to 1.0-1.5 ms (``bench/abuse.py`` ``replays``). In a process of its own, at the bot
+workers' lower priority (``botpool.WORKER_NICENESS``), the server only hands over the
+stored record (a few KB, packed) and copies the answer back, and that p95 stays as it is
+without the abuser.
 
 One worker per server process, shared by every ``Server`` in it (as the bot pool is):
 started in a thread at the first request (a server nobody asks for records never forks it),
