@@ -360,7 +360,7 @@ def build(row: tuple[Any, ...], stored: bytes | list[tuple[Any, ...]], what: str
     """One answer for a finished game (``stored``: ``Store.stored_events``), in the record
     worker's process (``server.recordworker``): replaying a long game must not hold the
     server's event loop, its GIL or its collector."""
-    rec = GameReplay(row, packed.unpack(stored) if isinstance(stored, bytes) else stored)
+    rec = GameReplay(row, packed.events_of(stored))
     if what == "json":
         return orjson.dumps(rec.record())
     if what == "txt":

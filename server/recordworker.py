@@ -74,7 +74,8 @@ class RecordWorker:
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in the worker (both picklable), awaited on the caller's loop."""
-        for attempt in (1, 2):
+        retried = False
+        while True:
             executor = self._executor
             if executor is None:
                 executor = await asyncio.to_thread(self._start)
@@ -82,9 +83,9 @@ class RecordWorker:
                 return await asyncio.wrap_future(executor.submit(fn, *args))
             except BrokenProcessPool:
                 self._discard(executor)
-                if attempt == 2:
+                if retried:
                     raise
-        raise AssertionError("unreachable")
+                retried = True
 
     def _discard(self, executor: ProcessPoolExecutor) -> None:
         """Drop a broken executor (on the loop: only the state lock, never the lifecycle's,

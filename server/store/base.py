@@ -384,8 +384,7 @@ class Store:
         ``games.record`` (``payload`` a dict; schema 6) or, if it ended before schema 6,
         from ``events``; a game in progress's from the log (a walk of the log: for a rare
         reader, such as a node taking a game over, never per request)."""
-        found = await self.stored_events(game_id)
-        return packed.unpack(found) if isinstance(found, bytes) else found
+        return packed.events_of(await self.stored_events(game_id))
 
     async def stored_events(self, game_id: str) -> bytes | list[tuple[Any, ...]]:
         """``events`` as stored: a finished game's packed record as it is (``bytes``, for

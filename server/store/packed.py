@@ -69,3 +69,9 @@ def unpack(blob: bytes) -> list[tuple[Any, ...]]:
         seq, kind, seat, ply, at, payload = item
         out.append((seq, kind, seat, ply, payload, at))
     return out
+
+
+def events_of(stored: bytes | list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The events of ``Store.stored_events``'s answer: a packed record unpacked, rows as
+    they are."""
+    return unpack(stored) if isinstance(stored, bytes) else stored
